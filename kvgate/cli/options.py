@@ -1,0 +1,22 @@
+"""Option parsing shared by commands: repeatable typed `-E key=value` engine options."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+
+def parse_engine_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`-E key=value` pairs; values are JSON when they parse as JSON (numbers, booleans), else strings."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected key=value, got {pair!r}", param_hint="-E")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options

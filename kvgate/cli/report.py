@@ -1,0 +1,76 @@
+"""`kvgate report RUN_DIR`: the gate over stored results, in the format asked for."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+FORMATS = ("table", "md", "html", "json", "junit")
+
+
+def emit(report: dict[str, Any], fmt: str, output: Path | None) -> None:
+    """Render `report` as `fmt` to `output` (stdout when None)."""
+    if fmt == "table":
+        from rich.console import Console
+
+        if output is None:
+            from kvgate.report.terminal import render_terminal
+
+            import sys
+
+            render_terminal(report, Console() if sys.stdout.isatty() else Console(width=120))
+            return
+        with output.open("w", encoding="utf-8") as f:
+            from kvgate.report.terminal import render_terminal
+
+            render_terminal(report, Console(file=f, width=120, color_system=None))
+        return
+    if fmt == "json":
+        text = json.dumps(report, indent=2, sort_keys=True) + "\n"
+    else:
+        from kvgate.report.renderers import render
+
+        text = render(report, fmt)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to a file.")
+@click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate on another policy.")
+@click.option("--policy-changed-reason", default=None, help="Why the policy differs from the declared one.")
+@click.option("--compare", type=click.Path(path_type=Path), default=None, help="Compare with another run.")
+@click.pass_context
+def report(
+    ctx: click.Context,
+    run_dir: Path,
+    fmt: str,
+    output: Path | None,
+    policy: Path | None,
+    policy_changed_reason: str | None,
+    compare: Path | None,
+) -> None:
+    """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ."""
+    from kvgate.errors import BadInput
+    from kvgate.report.model import build_report
+
+    policy_text = None
+    if policy is not None:
+        try:
+            policy_text = policy.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"cannot read policy {policy}: {exc.strerror or exc}") from None
+    data = build_report(run_dir, policy_text, policy_changed_reason)
+    if compare is not None:
+        from kvgate.report.compare import compare_reports
+
+        data["compare"] = compare_reports(data, build_report(compare))
+    emit(data, fmt, output)
+    ctx.exit(data["exit_code"])

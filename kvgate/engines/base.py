@@ -1,0 +1,70 @@
+"""The engine seam: one batch-generation method per arm session, plus capabilities.
+
+An engine is created once per run. `open(setup)` gives a fresh session for one arm and replicate, with
+its own cache namespace; the session generates greedily for a batch of cases and exposes its cache
+counters so the runner can verify isolation rather than assume it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kvgate.treatments.spec import Treatment
+from kvgate.workload.case import Case
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One case's output and measurements. `error` set means the engine failed on this case."""
+
+    output_text: str
+    output_token_ids: tuple[int, ...]
+    n_prompt_tokens: int
+    n_cached_tokens: int
+    n_kv_entries_kept: int
+    ttft_s: float
+    latency_s: float
+    mean_logprob: float | None
+    min_logprob: float | None
+    error: str | None = None
+
+    @staticmethod
+    def failed(case: Case, error: str) -> Generation:
+        n = case.n_prompt_tokens or 0
+        return Generation("", (), n, 0, 0, 0.0, 0.0, None, None, error)
+
+
+@dataclass(frozen=True)
+class ArmSetup:
+    """What a session needs: the arm, its replicate, its treatment, its namespace and planted faults."""
+
+    arm: str
+    replicate: int
+    treatment: Treatment
+    namespace: str
+    faults: dict[str, Any] = field(default_factory=dict)
+    batch_size: int = 1
+
+
+class ArmSession(Protocol):
+    def generate(self, cases: Sequence[Case]) -> list[Generation]: ...
+
+    def close(self) -> None: ...
+
+
+class Engine(Protocol):
+    name: str
+
+    def refusal(self, treatment: Treatment) -> str | None:
+        """Why this engine cannot apply `treatment` here, or None when it can."""
+        ...
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Engine name, library versions, device and settings that change outputs."""
+        ...
+
+    def open(self, setup: ArmSetup) -> ArmSession: ...
+
+    def close(self) -> None: ...

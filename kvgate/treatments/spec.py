@@ -1,0 +1,145 @@
+"""Treatment specs: one small frozen dataclass per kind (DESIGN.md, "Treatment spec").
+
+A treatment says what an arm does to the KV cache; engines decide whether they can apply it and refuse
+before generating when they cannot. `fingerprint` identifies the resolved spec in the run manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
+EVICTION_METHOD_NAMES = ("streaming", "snapkv", "h2o", "knorm", "tova", "random")
+FP8_DTYPES = ("fp8_e4m3", "fp8_e5m2")
+SCALES = ("tensor", "head", "token")
+
+
+@dataclass(frozen=True)
+class Treatment:
+    """Base: every treatment has a name, a kind and engine-specific arguments in the engine's own names."""
+
+    name: str
+    engine_args: dict[str, Any] = field(default_factory=dict, kw_only=True)
+    kind: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"kind": self.kind, **asdict(self)}
+        if isinstance(self, Composite):
+            data["of"] = [t.to_dict() for t in self.of]
+        return data
+
+    def fingerprint(self) -> str:
+        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def parts(self) -> tuple[Treatment, ...]:
+        """The non-composite treatments this one applies, in order."""
+        return (self,)
+
+
+@dataclass(frozen=True)
+class Full(Treatment):
+    """The full-cache control: nothing removed, quantised, moved or reused."""
+
+    kind: ClassVar[str] = "full"
+
+
+@dataclass(frozen=True)
+class Eviction(Treatment):
+    """Remove a share `ratio` of the prompt's KV entries after prefill, chosen by `method`.
+
+    scope "prompt" compresses everything prefilled (query-aware); "context" compresses only the
+    context before the question, then prefills the question uncompressed (query-agnostic).
+    """
+
+    method: str = "streaming"
+    ratio: float = 0.5
+    scope: str = "prompt"
+    sink_tokens: int = 4
+    window: int = 32
+    seed: int = 0
+    during_decoding: bool = False
+    kind: ClassVar[str] = "eviction"
+
+    def __post_init__(self) -> None:
+        if self.method not in EVICTION_METHOD_NAMES:
+            raise ValueError(f"unknown eviction method {self.method!r}; known: {', '.join(EVICTION_METHOD_NAMES)}")
+        if not 0.0 <= self.ratio < 1.0:
+            raise ValueError(f"ratio must be in [0, 1), got {self.ratio}")
+        if self.scope not in ("prompt", "context"):
+            raise ValueError(f"scope must be 'prompt' or 'context', got {self.scope!r}")
+        if self.sink_tokens < 0 or self.window < 1:
+            raise ValueError("sink_tokens must be ≥ 0 and window ≥ 1")
+
+
+@dataclass(frozen=True)
+class Quantize(Treatment):
+    """Store K and V as FP8 with per-tensor, per-head or per-token scales; dequantise on read."""
+
+    dtype: str = "fp8_e4m3"
+    scale: str = "tensor"
+    kind: ClassVar[str] = "quantize"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in FP8_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(FP8_DTYPES)}, got {self.dtype!r}")
+        if self.scale not in SCALES:
+            raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {self.scale!r}")
+
+
+@dataclass(frozen=True)
+class Offload(Treatment):
+    """Move the KV to a slower tier (`host` memory or `disk`) after prefill and back before decoding."""
+
+    tier: str = "host"
+    block_size: int = 16
+    kind: ClassVar[str] = "offload"
+
+    def __post_init__(self) -> None:
+        if self.tier not in ("host", "disk"):
+            raise ValueError(f"tier must be 'host' or 'disk', got {self.tier!r}")
+        if self.block_size < 1:
+            raise ValueError("block_size must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class Reuse(Treatment):
+    """Reuse KV computed for earlier requests: `prefix` (same token prefix) or `span` (any offset)."""
+
+    mode: str = "prefix"
+    block_size: int = 16
+    kind: ClassVar[str] = "reuse"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("prefix", "span"):
+            raise ValueError(f"mode must be 'prefix' or 'span', got {self.mode!r}")
+        if self.block_size < 1:
+            raise ValueError("block_size must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class Composite(Treatment):
+    """Several treatments applied in order, e.g. eviction then FP8 (the ablation matrix's D = B + C)."""
+
+    of: tuple[Treatment, ...] = ()
+    kind: ClassVar[str] = "composite"
+
+    def __post_init__(self) -> None:
+        if len(self.of) < 2:
+            raise ValueError("a composite needs at least two treatments in 'of'")
+        kinds = [t.kind for t in self.parts()]
+        if "full" in kinds:
+            raise ValueError("a composite cannot include the full-cache control")
+        if len(set(kinds)) != len(kinds):
+            raise ValueError(f"a composite applies each kind once, got {kinds}")
+
+    def parts(self) -> tuple[Treatment, ...]:
+        return tuple(p for t in self.of for p in t.parts())
+
+
+TREATMENT_TYPES: dict[str, type[Treatment]] = {
+    t.kind: t for t in (Full, Eviction, Quantize, Offload, Reuse, Composite)
+}

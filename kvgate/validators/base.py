@@ -1,0 +1,35 @@
+"""The validator seam: judge one output against the case's expectation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+FailKind = Literal["mismatch", "invalid", "engine_error", "timeout"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`passed`; when not, `fail_kind` says why (DESIGN.md result row) and `detail` in a few words."""
+
+    passed: bool
+    fail_kind: FailKind | None = None
+    detail: str = ""
+
+    @staticmethod
+    def ok() -> Verdict:
+        return Verdict(True)
+
+    @staticmethod
+    def fail(kind: FailKind, detail: str = "") -> Verdict:
+        return Verdict(False, kind, detail)
+
+
+class Validator(Protocol):
+    """A named judge. `check_args` raises ValueError on bad `expected`/`args` at freeze time."""
+
+    name: str
+
+    def check_args(self, expected: Any, args: dict[str, Any]) -> None: ...
+
+    def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict: ...

@@ -1,0 +1,202 @@
+"""Workload Parquet: schema_version 1, one row per case, a content sha256 in the file's metadata.
+
+Reading checks the schema version and the rows against the stored hash, so a workload edited after
+freezing is refused rather than silently run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kvgate.errors import BadInput
+from kvgate.workload.case import Case
+
+SCHEMA_VERSION = 1
+META_KEY = b"kvgate.workload"
+
+_FIXED = pa.schema(
+    [
+        ("case_id", pa.string()),
+        ("suite", pa.string()),
+        ("task", pa.string()),
+        ("messages", pa.string()),
+        ("prompt_token_ids", pa.list_(pa.int32())),
+        ("n_prompt_tokens", pa.int32()),
+        ("max_new_tokens", pa.int32()),
+        ("validator", pa.string()),
+        ("expected", pa.string()),
+        ("validator_args", pa.string()),
+        ("prefix_group", pa.string()),
+        ("question_start", pa.int32()),
+        ("critical", pa.bool_()),
+    ]
+)
+FIXED_COLUMNS = tuple(_FIXED.names)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A read workload: its cases in file order, its metadata, and the verified content hash."""
+
+    cases: tuple[Case, ...]
+    meta: dict[str, Any]
+    sha256: str
+    path: Path | None = None
+
+    @property
+    def slice_columns(self) -> tuple[str, ...]:
+        return tuple(self.meta.get("slice_columns", ()))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def content_sha256(cases: tuple[Case, ...] | list[Case], slice_columns: tuple[str, ...]) -> str:
+    """sha256 over every row's canonical JSON, in order: what the workload asks, not how it is stored."""
+    digest = hashlib.sha256()
+    for case in cases:
+        row = _row(case, slice_columns)
+        digest.update(_dumps(row).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _row(case: Case, slice_columns: tuple[str, ...]) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "case_id": case.case_id,
+        "suite": case.suite,
+        "task": case.task,
+        "messages": _dumps(list(case.messages)),
+        "prompt_token_ids": list(case.prompt_token_ids) if case.prompt_token_ids is not None else None,
+        "n_prompt_tokens": case.n_prompt_tokens,
+        "max_new_tokens": case.max_new_tokens,
+        "validator": case.validator,
+        "expected": _dumps(case.expected),
+        "validator_args": _dumps(case.validator_args),
+        "prefix_group": case.prefix_group,
+        "question_start": case.question_start,
+        "critical": case.critical,
+    }
+    for col in slice_columns:
+        row[col] = case.task if col == "task" else case.slices.get(col)
+    return row
+
+
+def slice_columns_of(cases: list[Case]) -> tuple[str, ...]:
+    """The workload's slice columns: "task" first, then every slice key the cases use, sorted."""
+    keys = sorted({k for c in cases for k in c.slices} - {"task"})
+    return ("task", *keys)
+
+
+def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
+    """Write `cases` atomically (temp file, fsync, rename); returns the content sha256."""
+    ids = [c.case_id for c in cases]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise BadInput(f"duplicate case_id {dup!r} in the workload")
+    if not cases:
+        raise BadInput("the workload has no cases")
+    slice_columns = slice_columns_of(cases)
+    sha = content_sha256(cases, slice_columns)
+    schema = _FIXED
+    for col in slice_columns:
+        if col not in schema.names:
+            schema = schema.append(pa.field(col, pa.string()))
+    rows = [_row(c, slice_columns) for c in cases]
+    table = pa.Table.from_pylist(rows, schema=schema)
+    full_meta = {
+        **meta,
+        "schema_version": SCHEMA_VERSION,
+        "slice_columns": list(slice_columns),
+        "n_cases": len(cases),
+        "content_sha256": sha,
+    }
+    table = table.replace_schema_metadata({META_KEY: _dumps(full_meta).encode()})
+    atomic_write(path, lambda f: pq.write_table(table, f, compression="zstd"))
+    return sha
+
+
+def atomic_write(path: Path, write: Any) -> None:
+    """Call `write(file)` on a temp file beside `path`, fsync it, then rename it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_workload(path: Path) -> Workload:
+    """Read and verify a workload; any defect is a one-line BadInput naming the file."""
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise BadInput(f"workload {path} does not exist") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInput(f"workload {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
+    raw = (table.schema.metadata or {}).get(META_KEY)
+    if raw is None:
+        raise BadInput(f"workload {path} has no kvgate metadata; freeze it with `kvgate freeze`")
+    try:
+        meta = json.loads(raw)
+    except json.JSONDecodeError:
+        raise BadInput(f"workload {path} has corrupt kvgate metadata") from None
+    version = meta.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise BadInput(
+            f"workload {path} has schema_version {version}; this kvgate reads {SCHEMA_VERSION}: upgrade kvgate"
+        )
+    if version < SCHEMA_VERSION:
+        raise BadInput(f"workload {path} has schema_version {version}, which has no migration; freeze it again")
+    slice_columns = tuple(meta.get("slice_columns", ()))
+    missing = [c for c in (*FIXED_COLUMNS, *slice_columns) if c not in table.column_names]
+    if missing:
+        raise BadInput(f"workload {path} lacks column {missing[0]!r}")
+    try:
+        cases = tuple(_case(row, slice_columns) for row in table.to_pylist())
+    except (TypeError, ValueError, KeyError) as exc:
+        raise BadInput(f"workload {path} has a malformed row: {exc}") from None
+    sha = content_sha256(cases, slice_columns)
+    if sha != meta.get("content_sha256"):
+        raise BadInput(f"workload {path} rows do not match its content sha256: it was changed after freezing")
+    return Workload(cases=cases, meta=meta, sha256=sha, path=path)
+
+
+def _case(row: dict[str, Any], slice_columns: tuple[str, ...]) -> Case:
+    tokens = row["prompt_token_ids"]
+    return Case(
+        case_id=row["case_id"],
+        suite=row["suite"],
+        task=row["task"],
+        messages=tuple(json.loads(row["messages"])),
+        max_new_tokens=int(row["max_new_tokens"]),
+        validator=row["validator"],
+        expected=json.loads(row["expected"]),
+        validator_args=json.loads(row["validator_args"]),
+        prefix_group=row["prefix_group"],
+        critical=bool(row["critical"]),
+        slices={c: row[c] for c in slice_columns if c != "task" and row[c] is not None},
+        prompt_token_ids=tuple(tokens) if tokens is not None else None,
+        n_prompt_tokens=row["n_prompt_tokens"],
+        question_start=row["question_start"],
+    )
