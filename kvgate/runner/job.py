@@ -86,7 +86,7 @@ def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
     if opts.limit is not None and opts.limit < 1:
         raise BadInput(f"--limit must be ≥ 1, got {opts.limit}")
     workload_path = opts.workload or default_workload(model, opts.engine, opts.runs_dir)
-    workload: Workload = read_workload(workload_path.resolve())
+    workload: Workload = read_workload(workload_path)
     cases = select_cases(workload, opts.limit)
     identity = {"name": model.name} if opts.engine == "fake" else model_identity(model)
     engine = create_engine(opts.engine, model, **opts.engine_options)

@@ -65,7 +65,7 @@ def build_manifest(
     return {
         "run_id": run_id,
         **identity,
-        "workload_path": str(workload.path) if workload.path else None,
+        "workload_path": str(workload.path.resolve()) if workload.path else None,
         "n_cases": len(case_ids),
         "limit": limit,
         "policy_text": policy.text,

@@ -1,0 +1,42 @@
+"""`kvgate freeze` through the CLI: writing, checking, and bad input (exit 2, one line, nothing written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kvgate.cli import cli
+
+
+def test_freeze_then_check(tmp_path: Path) -> None:
+    out = tmp_path / "w.parquet"
+    result = CliRunner().invoke(cli, ["freeze", "smoke", "-o", str(out), "--limit", "5"])
+    assert result.exit_code == 0, result.output
+    assert "sha256" in result.output
+    check = CliRunner().invoke(cli, ["freeze", "--check", str(out)])
+    assert check.exit_code == 0
+    assert "5 cases" in check.output
+
+
+def test_unknown_suite_suggests_the_closest(tmp_path: Path) -> None:
+    out = tmp_path / "w.parquet"
+    result = CliRunner().invoke(cli, ["freeze", "smok", "-o", str(out)])
+    assert result.exit_code == 2
+    assert "unknown suite 'smok'; did you mean 'smoke'?" in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_unknown_generator_key_names_the_key(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.toml"
+    spec.write_text('name = "bad"\n[[generate]]\ngenerator = "passkey"\nlengths = [512]\ndepth = [0.5]\n')
+    result = CliRunner().invoke(cli, ["freeze", str(spec), "-o", str(tmp_path / "w.parquet")])
+    assert result.exit_code == 2
+    assert "unknown key 'depth'; did you mean 'depths'?" in result.output
+
+
+def test_check_of_a_missing_file(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["freeze", "--check", str(tmp_path / "nope.parquet")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
