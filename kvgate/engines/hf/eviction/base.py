@@ -37,7 +37,8 @@ class ScoringInputs:
 class EvictionMethod(Protocol):
     """A frozen dataclass with one hook; `ratio` is the share of the span's entries removed."""
 
-    ratio: float
+    @property
+    def ratio(self) -> float: ...
 
     def scores(self, inputs: ScoringInputs) -> torch.Tensor:
         """[B, Hkv, n] — higher means keep. Ties are broken towards later positions by `keep_indices`."""
@@ -53,12 +54,13 @@ def n_keep(n: int, ratio: float) -> int:
 
 
 def keep_indices(scores: torch.Tensor, keep: int) -> torch.Tensor:
-    """[B, Hkv, keep] indices of the top-`keep` scores per head, sorted by position (ascending)."""
+    """[B, Hkv, keep] indices of the top-`keep` scores per head, sorted by position (ascending).
+
+    Ties go to later positions, exactly: a stable descending sort over the position-reversed scores.
+    """
     n = scores.shape[-1]
-    # A tiny position term makes ties deterministic and prefer recent entries.
-    tiebreak = torch.arange(n, dtype=torch.float64, device=scores.device) * 1e-9
-    top = torch.topk(scores.to(torch.float64) + tiebreak, keep, dim=-1).indices
-    return torch.sort(top, dim=-1).values
+    order = torch.sort(scores.flip(-1), dim=-1, descending=True, stable=True).indices[..., :keep]
+    return torch.sort(n - 1 - order, dim=-1).values
 
 
 def gather_kept(tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
