@@ -20,7 +20,8 @@ pytestmark = pytest.mark.model
 def test_default_matrix_on_the_embedded_model(tmp_path: Path, model_folder: Path) -> None:
     suite = tmp_path / "tiny.toml"
     suite.write_text(
-        'name = "tiny"\n[[generate]]\ngenerator = "passkey"\nlengths = [1024]\ndepths = [0.1, 0.4, 0.6, 0.95]\n'
+        'name = "tiny"\n[[generate]]\ngenerator = "passkey"\n'
+        "lengths = [1024]\ndepths = [0.1, 0.4, 0.6, 0.95]\n"
     )
     workload = tmp_path / "tiny.parquet"
     frozen = CliRunner().invoke(cli, ["freeze", str(suite), "-o", str(workload), "--model", "smollm2-135m"])

@@ -28,7 +28,8 @@ class Verdict:
 class Validator(Protocol):
     """A named judge. `check_args` raises ValueError on bad `expected`/`args` at freeze time."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None: ...
 

@@ -19,4 +19,11 @@ def validator_names() -> list[str]:
 
 
 def _load_builtin() -> None:
-    from kvgate.validators import substring  # noqa: F401  (registers on import)
+    from kvgate.validators import (  # noqa: F401  (each registers on import)
+        exact,
+        json_schema,
+        python_tests,
+        regex,
+        substring,
+        tool_call,
+    )

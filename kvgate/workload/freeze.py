@@ -22,7 +22,9 @@ def case_id(suite: str, generator: str, version: str, params: dict[str, Any], se
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def freeze_cases(suites: list[SuiteSpec], tok: PromptTokenizer, seed: int, limit: int | None = None) -> list[Case]:
+def freeze_cases(
+    suites: list[SuiteSpec], tok: PromptTokenizer, seed: int, limit: int | None = None
+) -> list[Case]:
     """All cases of `suites` in order; `limit` keeps that many, spread evenly over the list."""
     from kvgate.validators.registry import get_validator
 
@@ -40,7 +42,9 @@ def freeze_cases(suites: list[SuiteSpec], tok: PromptTokenizer, seed: int, limit
                     validator.check_args(draft.expected, draft.validator_args)
                 except ValueError as exc:
                     raise BadInput(f"suite {suite.name!r}: validator {draft.validator!r}: {exc}") from None
-                cid = case_id(suite.name, entry.generator.name, entry.generator.version, draft.params, seed, index)
+                cid = case_id(
+                    suite.name, entry.generator.name, entry.generator.version, draft.params, seed, index
+                )
                 cases.append(_tokenized(draft, cid, suite.name, tok))
     if not cases:
         raise BadInput("the suites produced no cases")
@@ -79,7 +83,9 @@ def _tokenized(draft: CaseDraft, cid: str, suite: str, tok: PromptTokenizer) -> 
     )
 
 
-def freeze(suite_names: list[str], out: Path, tok: PromptTokenizer, seed: int = 0, limit: int | None = None) -> str:
+def freeze(
+    suite_names: list[str], out: Path, tok: PromptTokenizer, seed: int = 0, limit: int | None = None
+) -> str:
     """Freeze `suite_names` for `tok` into `out`; returns the workload's content sha256."""
     suites = [resolve_suite(name) for name in suite_names]
     cases = freeze_cases(suites, tok, seed, limit)

@@ -25,7 +25,9 @@ class HFPromptTokenizer:
         return cls(AutoTokenizer.from_pretrained(str(folder)), name, config.get("max_position_embeddings"))
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
-        return str(self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
+        return str(
+            self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        )
 
     def encode_chat(self, messages: Sequence[dict[str, str]]) -> list[int]:
         return list(self.tokenizer(self.render(messages), add_special_tokens=False)["input_ids"])
@@ -39,7 +41,7 @@ class HFPromptTokenizer:
         if at < 0:
             return None
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        for index, (start, end) in enumerate(enc["offset_mapping"]):
+        for index, (_start, end) in enumerate(enc["offset_mapping"]):
             if end > at:
                 return index
         return None

@@ -164,10 +164,13 @@ def read_workload(path: Path) -> Workload:
     version = meta.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise BadInput(
-            f"workload {path} has schema_version {version}; this kvgate reads {SCHEMA_VERSION}: upgrade kvgate"
+            f"workload {path} has schema_version {version}; "
+            f"this kvgate reads {SCHEMA_VERSION}: upgrade kvgate"
         )
     if version < SCHEMA_VERSION:
-        raise BadInput(f"workload {path} has schema_version {version}, which has no migration; freeze it again")
+        raise BadInput(
+            f"workload {path} has schema_version {version}, which has no migration; freeze it again"
+        )
     slice_columns = tuple(meta.get("slice_columns", ()))
     missing = [c for c in (*FIXED_COLUMNS, *slice_columns) if c not in table.column_names]
     if missing:

@@ -6,6 +6,9 @@
     generator = "passkey"
     lengths = [512, 1024]
     …  # the generator's parameters (its params dataclass fields); unknown keys are errors
+
+`[[dataset]]` entries (kvgate.workload.datasets) and `[[trace]]` entries (kvgate.workload.traces) take
+their source's parameters the same way; a suite needs at least one entry of any kind.
 """
 
 from __future__ import annotations
@@ -37,7 +40,24 @@ class SuiteSpec:
 
 
 def _load_generators() -> None:
-    from kvgate.workload.generators import passkey  # noqa: F401  (registers on import)
+    from kvgate.workload.generators import (  # noqa: F401  (each registers on import)
+        code,
+        common_words,
+        kv_retrieval,
+        needle,
+        passkey,
+        structured_output,
+        tool_call,
+        variable_tracking,
+    )
+
+
+def _sources() -> dict[str, Generator]:
+    """The non-generator entry kinds: `[[dataset]]` and `[[trace]]` tables."""
+    from kvgate.workload.datasets import DATASET_SOURCE
+    from kvgate.workload.traces import TRACE_SOURCE
+
+    return {"dataset": DATASET_SOURCE, "trace": TRACE_SOURCE}
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -59,26 +79,33 @@ def parse_suite(path: Path) -> SuiteSpec:
     _load_generators()
     data = load_toml(path)
     where = str(path)
-    check_keys(data, {"name", "description", "generate"}, where, required=frozenset({"name", "generate"}))
+    sources = _sources()
+    check_keys(data, {"name", "description", "generate", *sources}, where, required=frozenset({"name"}))
     entries = []
-    for i, table in enumerate(data["generate"]):
+    for i, table in enumerate(data.get("generate", [])):
         here = f"{where} [[generate]] #{i + 1}"
         if "generator" not in table:
             raise BadInput(f"{here}: missing key 'generator'")
         generator = GENERATORS.get(table["generator"])
         fields = {k: v for k, v in table.items() if k != "generator"}
-        check_keys(fields, param_names(generator.params_type), here)
-        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
-        try:
-            params = generator.params_type(**fields)
-        except (TypeError, ValueError) as exc:
-            raise BadInput(f"{here}: {exc}") from None
-        entries.append(SuiteEntry(generator, params))
+        entries.append(SuiteEntry(generator, _params(generator, fields, here)))
+    for kind, source in sources.items():
+        for i, table in enumerate(data.get(kind, [])):
+            entries.append(SuiteEntry(source, _params(source, table, f"{where} [[{kind}]] #{i + 1}")))
     if not entries:
-        raise BadInput(f"{where}: the suite has no [[generate]] entries")
+        raise BadInput(f"{where}: the suite has no [[generate]], [[dataset]] or [[trace]] entries")
     return SuiteSpec(
         name=str(data["name"]),
         description=str(data.get("description", "")),
         entries=tuple(entries),
         text=path.read_text(encoding="utf-8"),
     )
+
+
+def _params(generator: Generator, fields: dict[str, Any], here: str) -> Any:
+    check_keys(fields, param_names(generator.params_type), here)
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+    try:
+        return generator.params_type(**fields)
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"{here}: {exc}") from None

@@ -17,9 +17,14 @@ Messages = tuple[dict[str, str], ...]
 class Generator(Protocol):
     """`params_type` is a frozen dataclass whose fields are the suite spec's keys for this generator."""
 
-    name: str
-    version: str
-    params_type: type
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def params_type(self) -> type: ...
 
     def generate(self, params: Any, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]: ...
 
@@ -61,7 +66,11 @@ def bucket(value: float, edges: Sequence[float], labels: Sequence[str]) -> str:
 
 def ctx_bucket(target_tokens: int) -> str:
     """Context-length slice label, e.g. 1024 → "1k", 512 → "512", 4096 → "4k"."""
-    return f"{target_tokens // 1024}k" if target_tokens >= 1024 and target_tokens % 1024 == 0 else str(target_tokens)
+    return (
+        f"{target_tokens // 1024}k"
+        if target_tokens >= 1024 and target_tokens % 1024 == 0
+        else str(target_tokens)
+    )
 
 
 def depth_bucket(depth: float) -> str:

@@ -2,23 +2,34 @@
 
 "noise" is the repeated filler of the passkey test (Mohtashami & Jaggi, 2023, "Landmark Attention").
 "essay" draws from `essays.txt` beside this file: plain prose written for kvgate.
+
+Two granularities: `haystack_units` gives whole sentences (the passkey generator's unit), and
+`haystack_words` gives single words, as RULER sizes its essay haystacks, so that a prompt can be fitted
+to within about one word of its target length. `place` inserts needles into a word haystack at sentence
+boundaries chosen by depth.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-NOISE = (
-    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
-)
+NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
+HAYSTACKS = ("noise", "essay")
 
 
 @cache
 def essay_sentences() -> tuple[str, ...]:
     text = (Path(__file__).with_name("essays.txt")).read_text(encoding="utf-8")
     return tuple(s.strip() + "." for s in text.replace("\n", " ").split(".") if s.strip())
+
+
+@cache
+def essay_words() -> tuple[str, ...]:
+    """The essays as one stream of whitespace-separated words (titles included)."""
+    return tuple((Path(__file__).with_name("essays.txt")).read_text(encoding="utf-8").split())
 
 
 def haystack_units(kind: str, n: int, rng: random.Random) -> list[str]:
@@ -30,3 +41,39 @@ def haystack_units(kind: str, n: int, rng: random.Random) -> list[str]:
         start = rng.randrange(len(sentences))
         return [sentences[(start + i) % len(sentences)] for i in range(n)]
     raise ValueError(f"unknown haystack {kind!r}; known: 'noise', 'essay'")
+
+
+def haystack_words(kind: str, n: int, rng: random.Random) -> list[str]:
+    """The first `n` words of a haystack stream of `kind`; essays start at a seeded sentence start.
+
+    The stream depends only on `rng`'s state, so a longer haystack extends a shorter one.
+    """
+    if kind == "noise":
+        words: Sequence[str] = NOISE.split()
+        start = 0
+    elif kind == "essay":
+        words = essay_words()
+        starts = [0, *(i + 1 for i, w in enumerate(words[:-1]) if w.endswith("."))]
+        start = rng.choice(starts)
+    else:
+        raise ValueError(f"unknown haystack {kind!r}; known: 'noise', 'essay'")
+    return [words[(start + i) % len(words)] for i in range(n)]
+
+
+def place(words: Sequence[str], needles: Sequence[tuple[float, str]]) -> str:
+    """Join `words`, inserting each (depth, text) needle at the sentence boundary nearest to
+    `depth * len(words)`; needles at the same boundary keep their given order."""
+    boundaries = [0, *(i + 1 for i, w in enumerate(words) if w.endswith((".", "?", "!")))]
+    if boundaries[-1] != len(words):
+        boundaries.append(len(words))
+    at: dict[int, list[str]] = {}
+    for depth, text in needles:
+        target = depth * len(words)
+        spot = min(boundaries, key=lambda b: (abs(b - target), b))
+        at.setdefault(spot, []).append(text)
+    out: list[str] = []
+    for i in range(len(words) + 1):
+        out.extend(at.get(i, ()))
+        if i < len(words):
+            out.append(words[i])
+    return " ".join(out)

@@ -1,0 +1,104 @@
+"""Key-value retrieval over a JSON object of uuid keys and values (Liu et al. 2023, "Lost in the Middle:
+How Language Models Use Long Contexts", arXiv:2307.03172, section 4).
+
+The object grows pair by pair until the prompt reaches the target length; the asked key is the pair at
+position ``round(depth * (pairs - 1))``, so `depth_bucket` says where in the object it sits. One pair is
+about 75 tokens of a BPE tokenizer: the prompt lands within one pair of its target. The expected value is
+judged by ``substring_all``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+
+from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket
+from kvgate.workload.generators.common import (
+    check_depths,
+    check_lengths,
+    check_positive,
+    fit_within,
+    random_uuid,
+)
+from kvgate.workload.tokenizer import PromptTokenizer
+
+INTRO = "Extract the value corresponding to the specified key in the JSON object below."
+
+
+@dataclass(frozen=True)
+class KVRetrievalParams:
+    lengths: tuple[int, ...]
+    depths: tuple[float, ...]
+    per_cell: int = 1
+    max_new_tokens: int = 64
+    critical: bool = False
+
+    def __post_init__(self) -> None:
+        check_lengths(self.lengths, minimum=256)
+        check_depths(self.depths)
+        check_positive(per_cell=self.per_cell, max_new_tokens=self.max_new_tokens)
+
+
+def _position(depth: float, pairs: int) -> int:
+    return round(depth * (pairs - 1))
+
+
+@dataclass(frozen=True)
+class KVRetrievalGenerator:
+    name: str = "kv_retrieval"
+    version: str = "1"
+    params_type: type = KVRetrievalParams
+
+    def generate(
+        self, params: KVRetrievalParams, rng: random.Random, tok: PromptTokenizer
+    ) -> list[CaseDraft]:
+        return [
+            self._case(params, length, depth, index, rng, tok)
+            for length in params.lengths
+            for depth in params.depths
+            for index in range(params.per_cell)
+        ]
+
+    def _case(
+        self,
+        p: KVRetrievalParams,
+        length: int,
+        depth: float,
+        index: int,
+        rng: random.Random,
+        tok: PromptTokenizer,
+    ) -> CaseDraft:
+        # uuid4s from a seeded stream: 122 random bits each, so no two collide in practice
+        pool = [(random_uuid(rng), random_uuid(rng)) for _ in range(max(2, length // 16))]
+
+        def build(n: int) -> Messages:
+            pairs = pool[: max(1, n)]
+            key = pairs[_position(depth, len(pairs))][0]
+            data = json.dumps(dict(pairs), indent=1)
+            return ({"role": "user", "content": f"{INTRO}\n\nJSON data:\n{data}\n\n{_question(key)}"},)
+
+        n = max(1, fit_within(build, length, tok, max_n=len(pool), what=f"{len(pool)} pairs"))
+        key, value = pool[_position(depth, n)]
+        return CaseDraft(
+            task="kv_retrieval",
+            messages=build(n),
+            validator="substring_all",
+            expected=[value],
+            max_new_tokens=p.max_new_tokens,
+            question=_question(key),
+            critical=p.critical,
+            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
+            params={"length": length, "depth": depth, "index": index, "pairs": n},
+        )
+
+
+def _question(key: str) -> str:
+    return (
+        f'What is the value associated with the key "{key}" in the JSON object above? '
+        "Answer with the value only."
+    )
+
+
+GENERATORS.register("kv_retrieval", KVRetrievalGenerator())

@@ -1,0 +1,159 @@
+"""Needle in a haystack, RULER-style (Hsieh et al. 2024, "RULER: What's the Real Context Size of Your
+Long-Context Language Models?", arXiv:2404.06654, the NIAH family).
+
+Needles read "One of the special magic {numbers|words|uuids} for {key} is: {value}." and hide in a
+"noise" or "essay" haystack sized, word by word, to the target token count. Variants:
+
+- ``single``: one needle, one key asked.
+- ``multikey``: ``num_needles`` needles with different keys; one key asked, the others distract.
+- ``multivalue``: ``num_needles`` needles with the same key and different values; all must be returned.
+- ``multiquery``: ``num_needles`` needles with different keys; all keys asked, all values returned.
+
+The first needle the answer needs sits at the cell's depth (its `depth_bucket`); the other needles sit
+at seeded random depths. The expected answer is the list of values, judged by ``substring_all``
+(RULER's ``string_match_all``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket, fit_to_length
+from kvgate.workload.generators.common import (
+    check_choice,
+    check_depths,
+    check_lengths,
+    check_positive,
+    distinct,
+    join_words,
+    random_compound,
+    random_number,
+    random_uuid,
+)
+from kvgate.workload.generators.haystacks import HAYSTACKS, haystack_words, place
+from kvgate.workload.tokenizer import PromptTokenizer
+
+VARIANTS = ("single", "multikey", "multivalue", "multiquery")
+VALUE_TYPES = ("number", "word", "uuid")
+_PLURAL = {"number": "numbers", "word": "words", "uuid": "uuids"}
+
+
+@dataclass(frozen=True)
+class NeedleParams:
+    lengths: tuple[int, ...]
+    depths: tuple[float, ...]
+    variant: str = "single"
+    value_type: str = "number"
+    key_type: str = "word"
+    num_needles: int | None = None
+    """Needles per case for the multi variants (default 4, as RULER); must be unset for "single"."""
+    haystack: str = "essay"
+    per_cell: int = 1
+    max_new_tokens: int = 128
+    critical: bool = False
+
+    def __post_init__(self) -> None:
+        check_lengths(self.lengths, minimum=128)
+        check_depths(self.depths)
+        check_choice("variant", self.variant, VARIANTS)
+        check_choice("value_type", self.value_type, VALUE_TYPES)
+        check_choice("key_type", self.key_type, VALUE_TYPES)
+        check_choice("haystack", self.haystack, HAYSTACKS)
+        check_positive(per_cell=self.per_cell, max_new_tokens=self.max_new_tokens)
+        if self.variant == "single" and self.num_needles is not None:
+            raise ValueError("num_needles applies to the multi variants only")
+        if self.num_needles is not None and (not isinstance(self.num_needles, int) or self.num_needles < 2):
+            raise ValueError(f"num_needles must be an integer ≥ 2, got {self.num_needles!r}")
+
+    @property
+    def needles(self) -> int:
+        return 1 if self.variant == "single" else (self.num_needles or 4)
+
+
+def _maker(kind: str, rng: random.Random) -> Callable[[], str]:
+    if kind == "number":
+        return lambda: random_number(rng, 7)
+    if kind == "uuid":
+        return lambda: random_uuid(rng)
+    return lambda: random_compound(rng)
+
+
+@dataclass(frozen=True)
+class NeedleGenerator:
+    name: str = "needle"
+    version: str = "1"
+    params_type: type = NeedleParams
+
+    def generate(self, params: NeedleParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
+        drafts = []
+        for length in params.lengths:
+            for depth in params.depths:
+                for index in range(params.per_cell):
+                    drafts.append(self._case(params, length, depth, index, rng, tok))
+        return drafts
+
+    def _case(
+        self, p: NeedleParams, length: int, depth: float, index: int, rng: random.Random, tok: PromptTokenizer
+    ) -> CaseDraft:
+        n = p.needles
+        n_keys = 1 if p.variant in ("single", "multivalue") else n
+        keys = distinct(_maker(p.key_type, rng), n_keys)
+        n_values = n if p.variant != "single" else 1
+        values = distinct(_maker(p.value_type, rng), n_values, avoid=set(keys))
+        if p.variant == "multivalue":
+            pairs = [(keys[0], v) for v in values]
+            asked, answer = [keys[0]], values
+        elif p.variant == "multikey":
+            pairs = list(zip(keys, values, strict=True))
+            asked, answer = [keys[0]], [values[0]]
+        else:  # single, multiquery: every key asked
+            pairs = list(zip(keys, values, strict=True))
+            asked, answer = keys, values
+        noun = _PLURAL[p.value_type]
+        needles = [f"One of the special magic {noun} for {k} is: {v}." for k, v in pairs]
+        # the first needle of the answer at the cell's depth; the rest, answers and distractors, anywhere
+        depths = [depth, *(rng.random() for _ in needles[1:])]
+        order = list(range(len(needles)))
+        rng.shuffle(order)  # so the answer needle is not always inserted first at a shared boundary
+        seed = rng.random()
+        intro = (
+            f"Some special magic {noun} are hidden within the following text. Make sure to memorize them. "
+            f"I will quiz you about the {noun} afterwards."
+        )
+        question = (
+            f"What are all the special magic {noun} for {join_words(asked)} mentioned in the provided text? "
+            f"Answer with the {noun} only."
+        )
+
+        def build(k: int) -> Messages:
+            words = haystack_words(p.haystack, k, random.Random(seed))
+            body = place(words, [(depths[i], needles[i]) for i in order])
+            return ({"role": "user", "content": f"{intro}\n\n{body}\n\n{question}"},)
+
+        messages = build(fit_to_length(build, length, tok, hi=max(8, length // 2)))
+        return CaseDraft(
+            task=f"niah_{p.variant}",
+            messages=messages,
+            validator="substring_all",
+            expected=answer,
+            max_new_tokens=p.max_new_tokens,
+            question=question,
+            critical=p.critical,
+            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
+            params={
+                "length": length,
+                "depth": depth,
+                "index": index,
+                "variant": p.variant,
+                "key_type": p.key_type,
+                "value_type": p.value_type,
+                "needles": n,
+                "haystack": p.haystack,
+            },
+        )
+
+
+GENERATORS.register("needle", NeedleGenerator())

@@ -1,0 +1,185 @@
+"""Tool calling: choose the right tool and fill its arguments from a fact buried in long notes.
+
+A system message describes the tools (OpenAI function specs, rendered as JSON by `tools_system_prompt`)
+and the reply format ``{"name": ..., "arguments": {...}}``. The user message holds notes (a haystack
+sized to the target length) with one fact at the cell's depth, then a request that needs that fact. The
+expected call, tool name and exact arguments, is judged by ``tool_call``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket, fit_to_length
+from kvgate.workload.generators.common import check_choice, check_depths, check_lengths, check_positive
+from kvgate.workload.generators.haystacks import HAYSTACKS, haystack_words, place
+from kvgate.workload.generators.structured_output import CITIES
+from kvgate.workload.tokenizer import PromptTokenizer
+
+
+def _function(name: str, description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": list(properties)},
+        },
+    }
+
+
+TOOLS: tuple[dict[str, Any], ...] = (
+    _function(
+        "get_weather",
+        "Weather forecast for a city.",
+        {
+            "city": {"type": "string", "description": "City name"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+    ),
+    _function(
+        "convert_currency",
+        "Convert an amount of money between currencies.",
+        {
+            "amount": {"type": "number"},
+            "from_currency": {"type": "string", "description": "ISO 4217 code, e.g. EUR"},
+            "to_currency": {"type": "string", "description": "ISO 4217 code"},
+        },
+    ),
+    _function("lookup_order", "Status of a customer order.", {"order_id": {"type": "string"}}),
+    _function(
+        "book_room",
+        "Book a meeting room for a whole day.",
+        {"room": {"type": "string"}, "date": {"type": "string", "description": "YYYY-MM-DD"}},
+    ),
+)
+
+CALL_FORMAT = (
+    'To call a tool, reply with one JSON object of the form {"name": <tool name>, "arguments": '
+    "{<argument name>: <value>, ...}} and nothing else."
+)
+
+
+def tools_system_prompt(tools: Sequence[dict[str, Any]]) -> str:
+    """System text that describes `tools` (OpenAI function specs) and the expected call format."""
+    return f"You can call the following tools:\n{json.dumps(list(tools))}\n\n{CALL_FORMAT}"
+
+
+CURRENCIES = ("EUR", "USD", "JPY", "GBP", "CHF", "SEK", "CAD", "BRL")
+
+Scenario = tuple[str, str, dict[str, Any]]
+"""(fact placed in the notes, request at the end, expected call)."""
+
+
+def _weather(rng: random.Random) -> Scenario:
+    city, unit = rng.choice(CITIES), rng.choice(["celsius", "fahrenheit"])
+    return (
+        f"The team offsite this year takes place in {city}.",
+        f"Call the right tool to get the weather forecast, in {unit}, for the city where the team offsite "
+        "takes place.",
+        {"name": "get_weather", "arguments": {"city": city, "unit": unit}},
+    )
+
+
+def _currency(rng: random.Random) -> Scenario:
+    source, target = rng.sample(CURRENCIES, 2)
+    amount = rng.randrange(100, 10000)
+    return (
+        f"The consulting invoice came to {amount} {source}.",
+        f"Call the right tool to convert the amount of the consulting invoice into {target}.",
+        {
+            "name": "convert_currency",
+            "arguments": {"amount": amount, "from_currency": source, "to_currency": target},
+        },
+    )
+
+
+def _order(rng: random.Random) -> Scenario:
+    order = f"ORD-{rng.randrange(100000, 1000000)}"
+    return (
+        f"The replacement part was shipped under order number {order}.",
+        "Call the right tool to look up the status of the order for the replacement part.",
+        {"name": "lookup_order", "arguments": {"order_id": order}},
+    )
+
+
+def _room(rng: random.Random) -> Scenario:
+    date = f"2025-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+    room = rng.choice(["Aurora", "Basalt", "Cedar", "Delta", "Ember", "Fjord"])
+    return (
+        f"The design review is scheduled for {date}.",
+        f"Call the right tool to book the {room} room for the day of the design review.",
+        {"name": "book_room", "arguments": {"room": room, "date": date}},
+    )
+
+
+SCENARIOS: tuple[Callable[[random.Random], Scenario], ...] = (_weather, _currency, _order, _room)
+INTRO = "Here are my notes from the last few weeks."
+
+
+@dataclass(frozen=True)
+class ToolCallParams:
+    lengths: tuple[int, ...]
+    depths: tuple[float, ...]
+    per_cell: int = 1
+    haystack: str = "essay"
+    max_new_tokens: int = 96
+    critical: bool = False
+
+    def __post_init__(self) -> None:
+        check_lengths(self.lengths, minimum=512)
+        check_depths(self.depths)
+        check_choice("haystack", self.haystack, HAYSTACKS)
+        check_positive(per_cell=self.per_cell, max_new_tokens=self.max_new_tokens)
+
+
+@dataclass(frozen=True)
+class ToolCallGenerator:
+    name: str = "tool_call"
+    version: str = "1"
+    params_type: type = ToolCallParams
+
+    def generate(self, params: ToolCallParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
+        return [
+            self._case(params, length, depth, index, rng, tok)
+            for length in params.lengths
+            for depth in params.depths
+            for index in range(params.per_cell)
+        ]
+
+    def _case(
+        self,
+        p: ToolCallParams,
+        length: int,
+        depth: float,
+        index: int,
+        rng: random.Random,
+        tok: PromptTokenizer,
+    ) -> CaseDraft:
+        fact, request, call = rng.choice(SCENARIOS)(rng)
+        seed = rng.random()
+        system = {"role": "system", "content": tools_system_prompt(TOOLS)}
+
+        def build(n: int) -> Messages:
+            notes = place(haystack_words(p.haystack, n, random.Random(seed)), [(depth, fact)])
+            return (system, {"role": "user", "content": f"{INTRO}\n\n{notes}\n\n{request}"})
+
+        return CaseDraft(
+            task="tool_call",
+            messages=build(fit_to_length(build, length, tok, hi=max(8, length // 2))),
+            validator="tool_call",
+            expected=call,
+            max_new_tokens=p.max_new_tokens,
+            question=request,
+            critical=p.critical,
+            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
+            params={"length": length, "depth": depth, "index": index, "haystack": p.haystack},
+        )
+
+
+GENERATORS.register("tool_call", ToolCallGenerator())

@@ -1,0 +1,289 @@
+"""Trace import: recorded chat requests (OpenAI chat format) as workload cases.
+
+A suite spec names the trace in a ``[[trace]]`` table:
+
+    [[trace]]
+    path = "traces/support-bot.jsonl"     # JSON Lines, or .parquet; relative to the working directory
+    validator = "exact"                   # for records that name none
+    prefix_min_tokens = 128
+
+One record per line (or Parquet row)::
+
+    {"messages": [{"role": "system", "content": "..."}, {"role": "user", "content": "..."}],
+     "tools": [...], "expected": ..., "validator": "tool_call", "validator_args": {...},
+     "max_tokens": 64, "id": "req-17", "task": "support", "slices": {"tenant": "acme"}}
+
+``messages`` is required; message content may be a string or a list of ``{"type": "text", "text": ...}``
+parts, and an assistant message with ``tool_calls`` and no content keeps the calls as JSON text.
+In Parquet, ``messages``, ``tools``, ``validator_args`` and ``slices`` may be JSON text, and an
+``expected_json`` text column stands in for ``expected`` where answers differ in type from row to row.
+``tools`` (OpenAI function specs) are described in the system message (prepended to the trace's own
+system message), since a workload row holds messages only. ``expected`` is required unless the spec sets
+``skip_unlabelled``, which drops unlabelled records; a trace without answers cannot be judged. Other
+request keys (model, temperature, ...) are ignored: every arm runs with the matrix's sampling settings.
+``max_tokens`` or ``max_completion_tokens`` sets the case's ``max_new_tokens``.
+
+Slices describe the request's shape: ``ctx_bucket`` (the prompt's tokens, rounded up to a power of two)
+and ``turns`` (user messages: "1", "2", "3-4", "5-8", "9+"), plus the record's own ``slices``. Cases
+whose token-encoded prompts share their first ``prefix_min_tokens`` tokens (a common system prompt,
+few-shot block or document) get one ``prefix_group``, for the reuse arms. The question (for
+``scope = "context"``) is the last user message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from kvgate.errors import BadInput
+from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.common import length_bucket
+from kvgate.workload.generators.tool_call import tools_system_prompt
+from kvgate.workload.tokenizer import PromptTokenizer
+
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class TraceParams:
+    path: str
+    validator: str | None = None
+    """Validator for records that name none; None makes such records an error."""
+    validator_args: dict[str, Any] | None = None
+    max_new_tokens: int = 256
+    prefix_min_tokens: int = 128
+    limit: int | None = None
+    skip_unlabelled: bool = False
+    task: str = "trace"
+    critical: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path:
+            raise ValueError("path must be a non-empty string")
+        if Path(self.path).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".parquet"):
+            raise ValueError(f"path must end in .jsonl, .json, .ndjson or .parquet, got {self.path!r}")
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be an integer ≥ 1")
+        if not isinstance(self.prefix_min_tokens, int) or self.prefix_min_tokens < 0:
+            raise ValueError("prefix_min_tokens must be an integer ≥ 0 (0: no prefix groups)")
+        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
+            raise ValueError("limit must be an integer ≥ 1")
+        if self.validator_args is not None and not isinstance(self.validator_args, dict):
+            raise ValueError("validator_args must be a table")
+
+
+def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
+    """(where, number, record) from a JSON Lines or Parquet trace: `where` is "file:line" or "file row n"
+    and `number` the line or row number (1-based)."""
+    if not path.is_file():
+        raise BadInput(f"trace {path} does not exist")
+    if path.suffix.lower() == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise BadInput(f"trace {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
+        return [(f"{path} row {i}", i, row) for i, row in enumerate(rows, 1)]
+    records = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BadInput(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+            if not isinstance(record, dict):
+                raise BadInput(f"{where}: a record must be a JSON object, got {type(record).__name__}")
+            records.append((where, lineno, record))
+    return records
+
+
+def _json_field(value: Any) -> Any:
+    """Parquet traces may store nested fields as JSON text."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if (
+                not isinstance(part, dict)
+                or part.get("type") != "text"
+                or not isinstance(part.get("text"), str)
+            ):
+                raise ValueError("only text content parts are supported")
+            parts.append(part["text"])
+        return "".join(parts)
+    if content is None and message.get("tool_calls"):
+        return json.dumps(message["tool_calls"], ensure_ascii=False)
+    raise ValueError(f"message content must be a string or a list of text parts, got {content!r}")
+
+
+def normalise_messages(raw: Any, tools: Any) -> tuple[dict[str, str], ...]:
+    """OpenAI chat messages as {role, content} strings, with `tools` described in the system message."""
+    raw = _json_field(raw)
+    if not isinstance(raw, list) or not raw:
+        raise ValueError("messages must be a non-empty list")
+    messages = []
+    for i, m in enumerate(raw):
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise ValueError(f"message {i} must be an object with a role in {', '.join(ROLES)}")
+        messages.append({"role": str(m["role"]), "content": _content(m)})
+    if messages[-1]["role"] not in ("user", "tool"):
+        raise ValueError("the last message must come from the user or a tool: the model answers it")
+    tools = _json_field(tools)
+    if tools:
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            raise ValueError("tools must be a list of tool specs")
+        text = tools_system_prompt(tools)
+        if messages[0]["role"] == "system":
+            messages[0] = {"role": "system", "content": f"{messages[0]['content']}\n\n{text}"}
+        else:
+            messages.insert(0, {"role": "system", "content": text})
+    return tuple(messages)
+
+
+def turns_bucket(n_user: int) -> str:
+    for edge, label in ((1, "1"), (2, "2"), (4, "3-4"), (8, "5-8")):
+        if n_user <= edge:
+            return label
+    return "9+"
+
+
+def assign_prefix_groups(
+    drafts: list[CaseDraft], tok: PromptTokenizer, min_tokens: int, label: str
+) -> list[CaseDraft]:
+    """Give cases whose encoded prompts share their first `min_tokens` tokens a common `prefix_group`.
+
+    Sharing the first `min_tokens` tokens is an equivalence relation, so the groups are exact. A group
+    of one is no group; a draft that already names its group keeps it.
+    """
+    if min_tokens <= 0:
+        return drafts
+    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    for i, draft in enumerate(drafts):
+        if draft.prefix_group is None:
+            ids = tok.encode_chat(draft.messages)
+            if len(ids) >= min_tokens:
+                groups[tuple(ids[:min_tokens])].append(i)
+    out = list(drafts)
+    for prefix, members in groups.items():
+        if len(members) > 1:
+            digest = hashlib.sha256(json.dumps(prefix).encode()).hexdigest()[:12]
+            for i in members:
+                out[i] = replace(out[i], prefix_group=f"{label}-{digest}")
+    return out
+
+
+@dataclass(frozen=True)
+class TraceSource:
+    """The `Generator` behind ``[[trace]]`` suite entries."""
+
+    name: str = "trace"
+    version: str = "1"
+    params_type: type = TraceParams
+
+    def generate(self, params: TraceParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
+        path = Path(params.path)
+        drafts: list[CaseDraft] = []
+        for where, number, record in read_records(path):
+            if params.limit is not None and len(drafts) >= params.limit:
+                break
+            try:
+                draft = self._draft(params, path, number, record, tok)
+            except ValueError as exc:
+                raise BadInput(f"{where}: {exc}") from None
+            if draft is not None:
+                drafts.append(draft)
+        if not drafts:
+            raise BadInput(f"trace {path} has no usable records")
+        return assign_prefix_groups(drafts, tok, params.prefix_min_tokens, params.task)
+
+    def _draft(
+        self, p: TraceParams, path: Path, number: int, record: dict[str, Any], tok: PromptTokenizer
+    ) -> CaseDraft | None:
+        if "messages" not in record:
+            raise ValueError("missing key 'messages'")
+        messages = normalise_messages(record["messages"], record.get("tools"))
+        expected = record.get("expected")
+        if expected is None and isinstance(record.get("expected_json"), str):
+            try:
+                expected = json.loads(record["expected_json"])
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"expected_json is not valid JSON: {exc.msg}") from None
+        if expected is None:
+            if p.skip_unlabelled:
+                return None
+            raise ValueError("no 'expected' answer (set skip_unlabelled = true to drop such records)")
+        if record.get("validator") is not None:
+            validator, args = record["validator"], _json_field(record.get("validator_args")) or {}
+        else:  # the spec's validator, with the spec's arguments unless the record brings its own
+            validator = p.validator
+            args = _json_field(record.get("validator_args")) or p.validator_args or {}
+        if not isinstance(validator, str):
+            raise ValueError("no 'validator' in the record and none in the suite's [[trace]] entry")
+        if not isinstance(args, dict):
+            raise ValueError("validator_args must be an object")
+        max_new = next(
+            (record[k] for k in ("max_completion_tokens", "max_tokens") if record.get(k) is not None),
+            p.max_new_tokens,
+        )
+        if not isinstance(max_new, int) or isinstance(max_new, bool) or max_new < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {max_new!r}")
+        slices = _json_field(record.get("slices")) or {}
+        if not isinstance(slices, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in slices.items()
+        ):
+            raise ValueError("slices must be an object of string values")
+        task = record.get("task") or p.task
+        if not isinstance(task, str):
+            raise ValueError("task must be a string")
+        critical = record.get("critical", p.critical)
+        if not isinstance(critical, bool):
+            raise ValueError("critical must be true or false")
+        group = record.get("prefix_group")
+        if group is not None and not isinstance(group, str):
+            raise ValueError("prefix_group must be a string")
+        user_turns = [m for m in messages if m["role"] == "user"]
+        return CaseDraft(
+            task=task,
+            messages=messages,
+            validator=validator,
+            expected=expected,
+            max_new_tokens=max_new,
+            validator_args=args,
+            question=user_turns[-1]["content"] if messages[-1]["role"] == "user" else None,
+            prefix_group=group,
+            critical=critical,
+            slices={
+                **slices,
+                "ctx_bucket": length_bucket(tok.count_chat(messages)),
+                "turns": turns_bucket(len(user_turns)),
+            },
+            params={
+                "trace": path.name,
+                "record": number,
+                "id": None if record.get("id") is None else str(record["id"]),
+            },
+        )
+
+
+TRACE_SOURCE = TraceSource()

@@ -1,0 +1,211 @@
+"""Trace import: [[trace]] entries over JSONL and Parquet chat requests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvgate.errors import BadInput
+from kvgate.workload.case import CaseDraft
+from kvgate.workload.freeze import freeze_cases
+from kvgate.workload.hf_tokenizer import HFPromptTokenizer
+from kvgate.workload.suites import parse_suite
+from kvgate.workload.tokenizer import WordTokenizer
+from kvgate.workload.traces import assign_prefix_groups, turns_bucket
+
+TOK = WordTokenizer()
+SYSTEM = "You are the support assistant of Example Corp. " + " ".join(
+    f"Policy {i} applies." for i in range(60)
+)
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}]
+
+
+def records() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": "r1",
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": "Where is my order?"},
+            ],
+            "expected": ["order"],
+            "validator": "substring_any",
+            "model": "ignored",
+            "temperature": 0.7,
+        },
+        {
+            "id": "r2",
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello! How can I help?"},
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "Cancel order "}, {"type": "text", "text": "7"}],
+                },
+            ],
+            "expected": "cancelled",
+            "max_tokens": 40,
+            "slices": {"tenant": "acme"},
+        },
+        {
+            "id": "r3",
+            "messages": [{"role": "user", "content": "Look up order ORD-1."}],
+            "tools": TOOLS,
+            "expected": {"name": "lookup_order", "arguments": {"order_id": "ORD-1"}},
+            "validator": "tool_call",
+            "critical": True,
+        },
+    ]
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def suite(tmp_path: Path, trace: Path, extra: str = 'validator = "exact"') -> Path:
+    spec = tmp_path / "t.toml"
+    spec.write_text(f'name = "traces"\n\n[[trace]]\npath = "{trace}"\n{extra}\n')
+    return spec
+
+
+def freeze(spec: Path, tok: Any = TOK) -> list[Any]:
+    return freeze_cases([parse_suite(spec)], tok, seed=0)
+
+
+def test_jsonl_trace(tmp_path: Path) -> None:
+    spec = suite(
+        tmp_path, write_jsonl(tmp_path / "t.jsonl", records()), 'validator = "exact"\nmax_new_tokens = 99'
+    )
+    first, second, third = freeze(spec)
+    assert first.validator == "substring_any" and first.expected == ["order"] and first.max_new_tokens == 99
+    assert second.validator == "exact" and second.max_new_tokens == 40
+    assert second.messages[-1] == {"role": "user", "content": "Cancel order 7"}
+    assert second.slices == {"tenant": "acme", "ctx_bucket": "512", "turns": "2"}
+    assert first.slices["turns"] == "1" and first.task == "trace"
+    # a long shared system prompt: one prefix group; the tool request starts differently
+    assert first.prefix_group is not None and first.prefix_group == second.prefix_group
+    assert third.prefix_group is None
+    # tools are described in a system message the trace did not have
+    assert third.messages[0]["role"] == "system" and '"lookup_order"' in third.messages[0]["content"]
+    assert third.critical and not first.critical
+    assert all(c.question_start is not None for c in (first, second, third))
+    assert freeze(spec) == [first, second, third]
+
+
+def test_parquet_trace(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = [
+        {
+            "messages": [{"role": "user", "content": "Say yes."}],
+            "expected_json": json.dumps(["yes"]),
+            "validator": "substring_all",
+            "tools": None,
+        },
+        {
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Call it."}],
+            "expected_json": json.dumps({"name": "lookup_order", "arguments": {"order_id": "A"}}),
+            "validator": "tool_call",
+            "tools": json.dumps(TOOLS),
+        },
+    ]
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    first, second = freeze(suite(tmp_path, path))
+    assert first.expected == ["yes"] and first.messages == ({"role": "user", "content": "Say yes."},)
+    assert second.expected["arguments"] == {"order_id": "A"}
+    assert second.messages[0]["content"].startswith("Be brief.\n\nYou can call the following tools:")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"messages": [', r"t\.jsonl:3: not valid JSON"),
+        ("[1, 2]", r"t\.jsonl:3: a record must be a JSON object"),
+        ('{"expected": "x"}', r"t\.jsonl:3: missing key 'messages'"),
+        ('{"messages": [{"role": "user", "content": "q"}]}', r"t\.jsonl:3: no 'expected' answer"),
+        ('{"messages": [{"role": "robot", "content": "q"}], "expected": "x"}', r"t\.jsonl:3: message 0"),
+        (
+            '{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}], '
+            '"expected": "x"}',
+            r"t\.jsonl:3: the last message",
+        ),
+        (
+            '{"messages": [{"role": "user", "content": "q"}], "expected": "x", "max_tokens": 0}',
+            r"t\.jsonl:3: max_tokens",
+        ),
+    ],
+)
+def test_a_bad_record_names_its_line(tmp_path: Path, line: str, message: str) -> None:
+    good = {"messages": [{"role": "user", "content": "q"}], "expected": "x"}
+    trace = write_jsonl(tmp_path / "t.jsonl", [good, "", line])  # line 2 is blank and skipped
+    with pytest.raises(BadInput, match=message):
+        freeze(suite(tmp_path, trace))
+
+
+def test_unlabelled_records_can_be_skipped(tmp_path: Path) -> None:
+    rows = [
+        {"messages": [{"role": "user", "content": "q"}]},
+        {"messages": [{"role": "user", "content": "r"}], "expected": "x"},
+    ]
+    trace = write_jsonl(tmp_path / "t.jsonl", rows)
+    (case,) = freeze(suite(tmp_path, trace, 'validator = "exact"\nskip_unlabelled = true'))
+    assert case.expected == "x"
+
+
+def test_a_record_needs_a_validator_from_somewhere(tmp_path: Path) -> None:
+    trace = write_jsonl(
+        tmp_path / "t.jsonl", [{"messages": [{"role": "user", "content": "q"}], "expected": "x"}]
+    )
+    with pytest.raises(BadInput, match=r"t\.jsonl:1: no 'validator'"):
+        freeze(suite(tmp_path, trace, ""))
+
+
+def test_limit_and_missing_file(tmp_path: Path) -> None:
+    trace = write_jsonl(tmp_path / "t.jsonl", records())
+    assert len(freeze(suite(tmp_path, trace, 'validator = "exact"\nlimit = 2'))) == 2
+    with pytest.raises(BadInput, match="does not exist"):
+        freeze(suite(tmp_path, tmp_path / "absent.jsonl"))
+    with pytest.raises(BadInput, match=r"\.jsonl, \.json, \.ndjson or \.parquet"):
+        parse_suite(suite(tmp_path, tmp_path / "t.csv"))
+
+
+def test_turn_buckets() -> None:
+    assert [turns_bucket(n) for n in (1, 2, 3, 4, 5, 8, 9, 40)] == [
+        "1",
+        "2",
+        "3-4",
+        "3-4",
+        "5-8",
+        "5-8",
+        "9+",
+        "9+",
+    ]
+
+
+def test_prefix_groups_with_the_real_tokenizer(smollm_tokenizer: HFPromptTokenizer) -> None:
+    def draft(system: str, user: str) -> CaseDraft:
+        return CaseDraft(
+            task="t",
+            messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
+            validator="exact",
+            expected="x",
+            max_new_tokens=4,
+        )
+
+    drafts = [
+        draft(SYSTEM, "first"),
+        draft(SYSTEM, "second"),
+        draft("Short system.", "third"),
+        draft(SYSTEM[:80], "x"),
+    ]
+    grouped = assign_prefix_groups(drafts, smollm_tokenizer, 64, "t")
+    assert grouped[0].prefix_group == grouped[1].prefix_group is not None
+    assert grouped[2].prefix_group is None and grouped[3].prefix_group is None
+    # the group needs min_tokens of shared prefix: with a threshold beyond the prompts, none
+    assert all(d.prefix_group is None for d in assign_prefix_groups(drafts, smollm_tokenizer, 10_000, "t"))
