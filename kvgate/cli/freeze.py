@@ -13,9 +13,16 @@ import click
 @click.option("--model", default=None, help="Freeze token ids for this model's tokenizer (name or folder).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--limit", type=int, default=None, help="Keep this many cases, spread over the suites.")
-@click.option("--check", "check", type=click.Path(path_type=Path), default=None, help="Verify a workload file.")
+@click.option(
+    "--check", "check", type=click.Path(path_type=Path), default=None, help="Verify a workload file."
+)
 def freeze(
-    suites: tuple[str, ...], output: Path | None, model: str | None, seed: int, limit: int | None, check: Path | None
+    suites: tuple[str, ...],
+    output: Path | None,
+    model: str | None,
+    seed: int,
+    limit: int | None,
+    check: Path | None,
 ) -> None:
     """Freeze SUITES (names or TOML files) into a versioned, hashed Parquet workload."""
     from kvgate.errors import BadInput

@@ -39,7 +39,9 @@ def treatments() -> None:
     rows = []
     for name in tables:
         t = parse_treatment(name, tables, "catalog")
-        detail = ", ".join(f"{k}={v}" for k, v in t.to_dict().items() if k not in ("kind", "name", "engine_args", "of"))
+        detail = ", ".join(
+            f"{k}={v}" for k, v in t.to_dict().items() if k not in ("kind", "name", "engine_args", "of")
+        )
         if t.kind == "composite":
             detail = " + ".join(p.name for p in t.parts())
         rows.append([name, t.kind, detail])
@@ -47,7 +49,9 @@ def treatments() -> None:
     mrows = []
     for name in shipped_matrices():
         m = resolve_matrix(name)
-        mrows.append([name, m.control.name, ", ".join(c.name for c in m.candidates), "yes" if m.aa_replicate else "no"])
+        mrows.append(
+            [name, m.control.name, ", ".join(c.name for c in m.candidates), "yes" if m.aa_replicate else "no"]
+        )
     _table("matrices", ["name", "control", "candidates", "A/A"], mrows)
 
 
@@ -69,5 +73,7 @@ def models() -> None:
     """List known models and whether they are available here."""
     from kvgate.models import MODELS
 
-    rows = [[m.name, "available" if m.available() else "not installed", m.description] for m in MODELS.values()]
+    rows = [
+        [m.name, "available" if m.available() else "not installed", m.description] for m in MODELS.values()
+    ]
     _table("models (or name a local Hugging Face folder)", ["name", "status", "description"], rows)

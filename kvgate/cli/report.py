@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,31 +13,32 @@ FORMATS = ("table", "md", "html", "json", "junit")
 
 def emit(report: dict[str, Any], fmt: str, output: Path | None) -> None:
     """Render `report` as `fmt` to `output` (stdout when None)."""
+    from kvgate.errors import BadInput
+
     if fmt == "table":
         from rich.console import Console
 
+        from kvgate.report.terminal import render_terminal
+
         if output is None:
-            from kvgate.report.terminal import render_terminal
-
-            import sys
-
             render_terminal(report, Console() if sys.stdout.isatty() else Console(width=120))
             return
-        with output.open("w", encoding="utf-8") as f:
-            from kvgate.report.terminal import render_terminal
-
-            render_terminal(report, Console(file=f, width=120, color_system=None))
+        try:
+            with output.open("w", encoding="utf-8") as f:
+                render_terminal(report, Console(file=f, width=120, color_system=None))
+        except OSError as exc:
+            raise BadInput(f"cannot write {output}: {exc.strerror or exc}") from None
         return
-    if fmt == "json":
-        text = json.dumps(report, indent=2, sort_keys=True) + "\n"
-    else:
-        from kvgate.report.renderers import render
+    from kvgate.report.renderers import render
 
-        text = render(report, fmt)
+    text = render(report, fmt)
     if output is None:
         click.echo(text, nl=False)
-    else:
+        return
+    try:
         output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
 @click.command()
@@ -46,7 +47,12 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to a file.")
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate on another policy.")
 @click.option("--policy-changed-reason", default=None, help="Why the policy differs from the declared one.")
-@click.option("--compare", type=click.Path(path_type=Path), default=None, help="Compare with another run.")
+@click.option(
+    "--compare",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Baseline run: CFR deltas, decision changes.",
+)
 @click.pass_context
 def report(
     ctx: click.Context,
@@ -57,7 +63,10 @@ def report(
     policy_changed_reason: str | None,
     compare: Path | None,
 ) -> None:
-    """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ."""
+    """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ.
+
+    The exit code is the gate's: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 engine error.
+    """
     from kvgate.errors import BadInput
     from kvgate.report.model import build_report
 
@@ -68,9 +77,12 @@ def report(
         except OSError as exc:
             raise BadInput(f"cannot read policy {policy}: {exc.strerror or exc}") from None
     data = build_report(run_dir, policy_text, policy_changed_reason)
+    if data["policy"]["changed_reason"] and fmt != "table":
+        click.echo(f"kvgate: policy changed after the run: {data['policy']['changed_reason']}", err=True)
     if compare is not None:
         from kvgate.report.compare import compare_reports
 
-        data["compare"] = compare_reports(data, build_report(compare))
+        baseline = build_report(compare, policy_text, policy_changed_reason if policy_text else None)
+        data["compare"] = compare_reports(data, baseline)
     emit(data, fmt, output)
     ctx.exit(data["exit_code"])

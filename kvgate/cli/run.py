@@ -1,33 +1,76 @@
-"""`kvgate run`: the matrix on a workload, results stored, report printed, exit with the gate's code."""
+"""`kvgate run`: the matrix on a workload, results stored, report printed, exit with the gate's code.
+
+Exit codes: the report's (0 pass, 1 gate failed, 3 inconclusive, 4 engine errors), except that a run
+whose cache counters contradict an arm (a namespace that leaks, a reuse arm that never reused) exits 4
+whatever the gate says: its results are not evidence. Bad input exits 2 before anything is generated; a
+failed engine or a full disk exits 4 with the rows stored so far intact, to be continued with --resume.
+`--json` prints the report JSON and nothing else on stdout (library chatter goes to stderr).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
 from kvgate.cli.options import parse_engine_options
 
+EXIT_INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to stdout, by Python or by native code, to stderr for the block."""
+    sys.stdout.flush()
+    try:
+        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        out_fd = err_fd = -1
+    saved = os.dup(out_fd) if out_fd >= 0 else -1
+    if saved >= 0:
+        os.dup2(err_fd, out_fd)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved >= 0:
+            sys.stdout.flush()
+            os.dup2(saved, out_fd)
+            os.close(saved)
+
 
 @click.command()
-@click.option("-w", "--workload", type=click.Path(path_type=Path), default=None, help="Frozen workload Parquet.")
-@click.option("-m", "--matrix", default="default", show_default=True, help="Matrix name or TOML file.")
-@click.option("--engine", default="hf", show_default=True, help="hf | vllm | fake")
-@click.option("--model", default="smollm2-135m", show_default=True, help="Model name or local folder.")
+@click.option(
+    "-w", "--workload", type=click.Path(path_type=Path), default=None, help="Frozen workload Parquet."
+)
+@click.option("-m", "--matrix", default=None, help="Matrix name or TOML file.  [default: default]")
+@click.option("--engine", default=None, help="hf | vllm | fake  [default: hf]")
+@click.option("--model", default=None, help="Model name or local folder.  [default: smollm2-135m]")
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML.")
 @click.option("-o", "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--resume", type=click.Path(path_type=Path), default=None, help="Continue this run directory.")
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Continue this run directory; inputs come from its manifest, and any given must match them.",
+)
 @click.option("--limit", type=int, default=None, help="Run this many cases, spread over the workload.")
 @click.option("-E", "engine_options", multiple=True, help="Engine option key=value (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--quiet", is_flag=True, help="No progress and no table; only the exit code speaks.")
+@click.option("--json", "as_json", is_flag=True, help="Print only the report JSON on stdout.")
+@click.option(
+    "--quiet", is_flag=True, help="No progress and no table; only the exit code (and errors) speak."
+)
 @click.pass_context
 def run(
     ctx: click.Context,
     workload: Path | None,
-    matrix: str,
-    engine: str,
-    model: str,
+    matrix: str | None,
+    engine: str | None,
+    model: str | None,
     policy: Path | None,
     runs_dir: Path,
     resume: Path | None,
@@ -37,8 +80,6 @@ def run(
     quiet: bool,
 ) -> None:
     """Run every case under the control and each candidate arm, then gate."""
-    from kvgate.cli.report import emit
-    from kvgate.report.model import build_report
     from kvgate.runner.job import RunOptions, run_job
 
     opts = RunOptions(
@@ -50,17 +91,38 @@ def run(
         runs_dir=runs_dir,
         resume=resume,
         limit=limit,
-        engine_options=parse_engine_options(engine_options),
+        engine_options=parse_engine_options(engine_options) if engine_options else None,
     )
-    progress = None
-    if not (quiet or as_json):
-        from kvgate.cli.progress import RichProgress
+    try:
+        if quiet or as_json:
+            with stdout_to_stderr():
+                run_dir = run_job(opts)
+        else:
+            from kvgate.cli.progress import RichProgress
 
-        progress = RichProgress()
-    run_dir = run_job(opts, progress)
+            with RichProgress() as progress:
+                run_dir = run_job(opts, progress)
+    except KeyboardInterrupt:
+        click.echo(
+            "kvgate: interrupted; the rows stored so far are kept: continue with --resume RUN_DIR", err=True
+        )
+        ctx.exit(EXIT_INTERRUPTED)
+    ctx.exit(_report(run_dir, as_json, quiet))
+
+
+def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:
+    """Print the report (unless quiet) and any isolation violation; return the exit code."""
+    from kvgate.cli.report import emit
+    from kvgate.errors import EXIT_ENGINE_ERROR
+    from kvgate.report.model import build_report
+    from kvgate.runner.isolation import isolation_violations
+
     report = build_report(run_dir)
     if not quiet:
         emit(report, "json" if as_json else "table", None)
         if not as_json:
             click.echo(f"results: {run_dir}", err=True)
-    ctx.exit(report["exit_code"])
+    violations = isolation_violations(run_dir)
+    for violation in violations:
+        click.echo(f"kvgate: error: isolation: {violation}", err=True)
+    return EXIT_ENGINE_ERROR if violations else int(report["exit_code"])

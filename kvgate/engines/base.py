@@ -38,7 +38,11 @@ class Generation:
 
 @dataclass(frozen=True)
 class ArmSetup:
-    """What a session needs: the arm, its replicate, its treatment, its namespace and planted faults."""
+    """What a session needs: the arm, its replicate, its treatment, its namespace and planted faults.
+
+    `batch_size` is how many cases the runner hands to one `generate` call (a batch for hf, concurrent
+    requests for vllm); `seed` is the same for every arm of a run, so any sampling matches the control's.
+    """
 
     arm: str
     replicate: int
@@ -46,6 +50,7 @@ class ArmSetup:
     namespace: str
     faults: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 1
+    seed: int = 0
 
 
 class ArmSession(Protocol):

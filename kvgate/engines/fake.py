@@ -6,10 +6,16 @@ of cases, so the same fault at the same seed hits the same cases in every arm:
 
 - wrong_answer_rate: answer "I do not know." instead;
 - leak_rate: answer with the previous case's reference answer (another request's KV);
-- stale_reuse_rate: on reuse arms, answer with the first answer seen in the case's prefix group;
+- stale_reuse_rate: on reuse arms, answer with the stored answer of the earlier prompt that shares the
+  longest prefix (a reused entry that should not have matched);
 - error_rate: the engine fails on the case;
 - salt_leak: sessions share one prefix store across namespaces, so cache hits show where none may;
-- latency_s: added to every case.
+- latency_s: added to every case;
+- crash_after: the session raises after generating this many cases (a crashed engine, not a per-case
+  error; a resumed run gets that many more cases done per session).
+
+Cache counters: a reuse arm reports the longest prefix it shares with a prompt it saw earlier in its
+session; every other arm reports 0, unless salt_leak lets namespaces see each other.
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ from typing import Any
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
-from kvgate.treatments.spec import Treatment
+from kvgate.treatments.spec import Eviction, Treatment
 from kvgate.workload.case import Case
 
-FAULT_KEYS = {"wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate", "salt_leak", "latency_s", "seed"}
+RATES = ("wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate")
+FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "seed"}
 _SHARED_STORE: dict[tuple[int, ...], str] = {}
 
 
@@ -56,83 +63,103 @@ def _tokens(text: str) -> tuple[int, ...]:
 
 
 def check_faults(faults: dict[str, Any], where: str) -> None:
+    """Unknown faults and ill-typed values are a one-line BadInput naming the key."""
     for key, value in faults.items():
         if key not in FAULT_KEYS:
             raise BadInput(f"{where}: unknown fault {key!r}; known: {', '.join(sorted(FAULT_KEYS))}")
-        if key.endswith("_rate") and not (isinstance(value, int | float) and 0 <= value <= 1):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if key in RATES and not (number and 0 <= value <= 1):
             raise BadInput(f"{where}: {key} must be in [0, 1], got {value!r}")
+        if key == "latency_s" and not (number and value >= 0):
+            raise BadInput(f"{where}: latency_s must be a number ≥ 0, got {value!r}")
+        if key in ("crash_after", "seed") and not (isinstance(value, int) and not isinstance(value, bool)):
+            raise BadInput(f"{where}: {key} must be an integer, got {value!r}")
+        if key == "salt_leak" and not isinstance(value, bool):
+            raise BadInput(f"{where}: salt_leak must be true or false, got {value!r}")
 
 
 @dataclass
 class FakeSession:
+    """One arm's session: its own prefix store (its namespace), shared only under salt_leak."""
+
     setup: ArmSetup
     store: dict[tuple[int, ...], str] = field(default_factory=dict)
-    group_first: dict[str, str] = field(default_factory=dict)
     previous: str = "nothing"
+    generated: int = 0
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
+        crash_after = self.setup.faults.get("crash_after")
+        if crash_after is not None and self.generated + len(cases) > crash_after:
+            raise RuntimeError(f"planted engine crash after {crash_after} cases")
+        self.generated += len(cases)
         return [self._one(case) for case in cases]
 
     def _one(self, case: Case) -> Generation:
-        faults, seed = self.setup.faults, int(self.setup.faults.get("seed", 0))
+        faults = self.setup.faults
+        seed = int(faults.get("seed", 0))
         start = time.perf_counter()
         time.sleep(float(faults.get("latency_s", 0.0)))
         if hits("error", float(faults.get("error_rate", 0.0)), seed, case.case_id):
             return Generation.failed(case, "planted engine error")
+        prompt = tuple(case.prompt_token_ids or ())
+        reuses = any(p.kind == "reuse" for p in self.setup.treatment.parts())
+        store = _SHARED_STORE if faults.get("salt_leak") else self.store
+        cached, nearest = _longest_prefix(store, prompt) if (reuses or faults.get("salt_leak")) else (0, None)
         answer = reference_answer(case)
-        is_reuse = any(p.kind == "reuse" for p in self.setup.treatment.parts())
-        group = case.prefix_group
         if hits("wrong", float(faults.get("wrong_answer_rate", 0.0)), seed, case.case_id):
             answer = "I do not know."
         elif hits("leak", float(faults.get("leak_rate", 0.0)), seed, case.case_id):
             answer = self.previous
         elif (
-            is_reuse
-            and group in self.group_first
+            reuses
+            and nearest is not None
             and hits("stale", float(faults.get("stale_reuse_rate", 0.0)), seed, case.case_id)
         ):
-            answer = self.group_first[group]
-        if group is not None:
-            self.group_first.setdefault(group, reference_answer(case))
+            answer = nearest
+        store[prompt] = reference_answer(case)
         self.previous = reference_answer(case)
-        prompt = tuple(case.prompt_token_ids or ())
-        store = _SHARED_STORE if faults.get("salt_leak") else self.store
-        cached = _longest_prefix(store, prompt) if (is_reuse or faults.get("salt_leak")) else 0
-        store[prompt] = answer
-        tokens = _tokens(answer)
-        kept = len(prompt) if self.setup.treatment.kind != "eviction" else len(prompt) // 2
+        kept = len(prompt)
+        for part in self.setup.treatment.parts():
+            if isinstance(part, Eviction):
+                kept -= int(part.ratio * kept)
         elapsed = time.perf_counter() - start
-        return Generation(answer, tokens, len(prompt), cached, kept, elapsed / 2, elapsed, -0.1, -0.5)
+        return Generation(
+            answer, _tokens(answer), len(prompt), cached, kept, elapsed / 2, elapsed, -0.1, -0.5
+        )
 
     def close(self) -> None:
         self.store.clear()
 
 
-def _longest_prefix(store: dict[tuple[int, ...], str], prompt: tuple[int, ...]) -> int:
-    best = 0
-    for seen in store:
+def _longest_prefix(store: dict[tuple[int, ...], str], prompt: tuple[int, ...]) -> tuple[int, str | None]:
+    """The longest prefix `prompt` shares with a stored prompt, and that prompt's answer (None if none)."""
+    best, answer = 0, None
+    for seen, seen_answer in store.items():
         n = 0
         for a, b in zip(seen, prompt, strict=False):
             if a != b:
                 break
             n += 1
-        best = max(best, n)
-    return best
+        if n > best:
+            best, answer = n, seen_answer
+    return best, answer
 
 
 class FakeEngine:
-    """The fake engine; `model` is recorded but never loaded."""
+    """The fake engine; `model` is recorded but never loaded. It takes no engine options."""
 
     name = "fake"
 
     def __init__(self, model: ModelSpec, **options: Any) -> None:
+        if options:
+            raise BadInput(f"engine 'fake' takes no -E options, got {', '.join(sorted(options))}")
         self.model = model
 
     def refusal(self, treatment: Treatment) -> str | None:
         return None
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"engine": "fake", "version": "1"}
+        return {"engine": "fake", "version": "2"}
 
     def open(self, setup: ArmSetup) -> FakeSession:
         check_faults(setup.faults, f"faults of arm {setup.arm!r}")

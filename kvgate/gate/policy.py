@@ -4,24 +4,50 @@
     confidence = 0.95          # for the one-sided bound
     rule = "upper_bound"       # or "point"
     min_control_passes = 20    # fewer control passes in a slice: inconclusive, never pass
-    holm = false               # Holm-correct McNemar p-values across slices
+    holm = false               # Holm-correct "fail" (and McNemar p-values) across an arm's slices
     critical = ["task=passkey"]  # slices where one reproducible candidate-only failure fails the gate
     [slice_tau]
     "ctx_bucket=4k" = 0.10
+
+A slice is named `column=value`, nested as `task=passkey/ctx_bucket=4k`; `all` is every case and
+`critical` the cases the workload marks critical. A slice the policy names is gated: the arm passes
+only when it passes too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kvgate.errors import BadInput
 from kvgate.paths import TREATMENTS_DIR
-from kvgate.tomlspec import check_keys, load_toml, parse_toml
+from kvgate.tomlspec import check_keys, parse_toml
 
 DEFAULT_POLICY = TREATMENTS_DIR / "policy.toml"
 RULES = ("upper_bound", "point")
+SPECIAL_SLICES = ("all", "critical")
+_TERM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[^/=]+$")
+
+
+def slice_terms(name: str) -> list[tuple[str, str]]:
+    """`task=passkey/ctx_bucket=4k` → [("task", "passkey"), ("ctx_bucket", "4k")]; BadInput if malformed."""
+    if name in SPECIAL_SLICES:
+        return []
+    terms = name.split("/")
+    if not all(_TERM.match(t) for t in terms):
+        raise BadInput(f"slice {name!r} must be 'all', 'critical' or column=value[/column=value]")
+    pairs = [tuple(t.split("=", 1)) for t in terms]
+    columns = [c for c, _ in pairs]
+    if len(set(columns)) != len(columns):
+        raise BadInput(f"slice {name!r} names a column twice")
+    return [(c, v) for c, v in pairs]
+
+
+def _is_rate(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
 
 
 @dataclass(frozen=True)
@@ -37,18 +63,36 @@ class Policy:
 
     def __post_init__(self) -> None:
         for name, tau in [("tau", self.tau), *((f"slice_tau {k!r}", v) for k, v in self.slice_tau.items())]:
-            if not isinstance(tau, int | float) or isinstance(tau, bool) or not 0.0 <= tau <= 1.0:
+            if not _is_rate(tau):
                 raise BadInput(f"policy {name} must be in [0, 1], got {tau!r}")
-        if not 0.5 <= self.confidence < 1.0:
-            raise BadInput(f"policy confidence must be in [0.5, 1), got {self.confidence!r}")
+        conf = self.confidence
+        if not isinstance(conf, int | float) or isinstance(conf, bool) or not 0.5 <= conf < 1.0:
+            raise BadInput(f"policy confidence must be in [0.5, 1), got {conf!r}")
         if self.rule not in RULES:
             raise BadInput(f"policy rule must be one of {', '.join(RULES)}, got {self.rule!r}")
-        if not isinstance(self.min_control_passes, int) or self.min_control_passes < 1:
-            raise BadInput(f"policy min_control_passes must be an integer ≥ 1, got {self.min_control_passes!r}")
+        mcp = self.min_control_passes
+        if not isinstance(mcp, int) or isinstance(mcp, bool) or mcp < 1:
+            raise BadInput(f"policy min_control_passes must be an integer ≥ 1, got {mcp!r}")
+        if not isinstance(self.holm, bool):
+            raise BadInput(f"policy holm must be true or false, got {self.holm!r}")
+        for name in (*self.critical, *self.slice_tau):
+            if not isinstance(name, str):
+                raise BadInput(f"policy slice names must be strings, got {name!r}")
+            slice_terms(name)
 
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def alpha(self) -> float:
+        """1 − confidence: the error rate each one-sided bound allows."""
+        return 1.0 - self.confidence
+
+    @property
+    def named_slices(self) -> tuple[str, ...]:
+        """Slices the policy names (critical ones, then those with their own τ), without repeats."""
+        return tuple(dict.fromkeys((*self.critical, *self.slice_tau)))
 
     def tau_for(self, slice_name: str) -> float:
         return float(self.slice_tau.get(slice_name, self.tau))
@@ -58,15 +102,21 @@ def parse_policy(text: str, where: str) -> Policy:
     data = parse_toml(text, where)
     allowed = {"tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau"}
     check_keys(data, allowed, where)
+    critical = data.get("critical", [])
+    slice_tau = data.get("slice_tau", {})
+    if not isinstance(critical, list):
+        raise BadInput(f"{where}: critical must be a list of slice names")
+    if not isinstance(slice_tau, dict):
+        raise BadInput(f"{where}: slice_tau must be a table of slice name = τ")
     try:
         return Policy(
             tau=data.get("tau", 0.05),
             confidence=data.get("confidence", 0.95),
             rule=data.get("rule", "upper_bound"),
             min_control_passes=data.get("min_control_passes", 20),
-            holm=bool(data.get("holm", False)),
-            critical=tuple(data.get("critical", ())),
-            slice_tau=dict(data.get("slice_tau", {})),
+            holm=data.get("holm", False),
+            critical=tuple(critical),
+            slice_tau=dict(slice_tau),
             text=text,
         )
     except BadInput as exc:

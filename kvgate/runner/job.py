@@ -1,9 +1,14 @@
-"""`kvgate run` as one function: resolve inputs, prepare the run directory, generate, report."""
+"""`kvgate run` as one function: resolve inputs, open the run directory, generate.
+
+A new run takes what is given and the defaults for the rest. A resumed run (`resume`) takes everything
+from its manifest; what is given explicitly must match it, or the resume is refused naming what changed
+(so does a changed workload file, model, engine library or treatment catalog). Bad input is refused
+before anything is written or generated.
+"""
 
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,26 +16,53 @@ from kvgate.engines.registry import create_engine, engine_info
 from kvgate.errors import BadInput
 from kvgate.gate.policy import Policy, load_policy, parse_policy
 from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
-from kvgate.runner.manifest import read_manifest
-from kvgate.runner.run import NoProgress, Progress, RunContext, execute, prepare_run, select_cases
-from kvgate.treatments.matrix import Matrix, parse_matrix, resolve_matrix
-from kvgate.workload.schema import Workload, read_workload
+from kvgate.runner.lock import run_lock
+from kvgate.runner.manifest import build_manifest, read_manifest
+from kvgate.runner.run import (
+    NoProgress,
+    Progress,
+    RunContext,
+    check_applicable,
+    execute,
+    open_run,
+    refuse_if_changed,
+    select_cases,
+)
+from kvgate.runner.store import remove_temp_files
+from kvgate.treatments.matrix import Matrix, parse_matrix_text, resolve_matrix
+from kvgate.workload.schema import read_workload
 
 DEFAULT_SUITE = "smoke"
 DEFAULT_MATRIX = "default"
+DEFAULT_ENGINE = "hf"
 
 
 @dataclass
 class RunOptions:
+    """What the user gave; None means "not given" (the default, or the stored value when resuming)."""
+
     workload: Path | None = None
-    matrix: str = DEFAULT_MATRIX
-    engine: str = "hf"
-    model: str = DEFAULT_MODEL
+    matrix: str | None = None
+    engine: str | None = None
+    model: str | None = None
     policy: Path | None = None
     runs_dir: Path = Path("runs")
     resume: Path | None = None
     limit: int | None = None
-    engine_options: dict[str, Any] = field(default_factory=dict)
+    engine_options: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The resolved inputs of a run."""
+
+    workload: Path | None
+    matrix: Matrix
+    policy: Policy
+    engine: str
+    model: ModelSpec
+    limit: int | None
+    engine_options: dict[str, Any]
 
 
 def default_workload(model: ModelSpec, engine: str, runs_dir: Path) -> Path:
@@ -51,51 +83,96 @@ def default_workload(model: ModelSpec, engine: str, runs_dir: Path) -> Path:
     return path
 
 
-def _from_manifest(opts: RunOptions) -> tuple[RunOptions, Matrix, Policy]:
-    """For --resume: the stored run's inputs, so that only what really changed is reported."""
-    assert opts.resume is not None
-    manifest = read_manifest(opts.resume)
-    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
-        f.write(manifest["matrix_text"])
-    try:
-        matrix = parse_matrix(Path(f.name))
-    finally:
-        Path(f.name).unlink()
-    policy = parse_policy(manifest["policy_text"], f"{opts.resume}/manifest.json policy")
-    workload = opts.workload or Path(manifest["workload_path"])
-    resumed = RunOptions(
-        workload=workload,
-        engine=manifest["engine"]["engine"],
-        model=manifest["model"]["name"],
-        runs_dir=opts.resume.parent,
-        resume=opts.resume,
-        limit=manifest.get("limit"),
-        engine_options=opts.engine_options,
+def resolve_inputs(opts: RunOptions, stored: dict[str, Any] | None) -> Inputs:
+    """Given options over the stored manifest's (when resuming) over the defaults."""
+    if stored is not None:
+        where = f"{opts.resume}/manifest.json"
+        matrix = resolve_matrix(opts.matrix) if opts.matrix else _stored_matrix(stored, where)
+        policy = (
+            load_policy(opts.policy)
+            if opts.policy
+            else parse_policy(stored["policy_text"], f"{where} policy")
+        )
+        return Inputs(
+            workload=opts.workload or Path(stored["workload_path"]),
+            matrix=matrix,
+            policy=policy,
+            engine=opts.engine or stored["engine"]["engine"],
+            model=resolve_model(opts.model or stored["model"]["name"]),
+            limit=opts.limit if opts.limit is not None else stored.get("limit"),
+            engine_options=opts.engine_options
+            if opts.engine_options is not None
+            else stored.get("engine_options", {}),
+        )
+    return Inputs(
+        workload=opts.workload,
+        matrix=resolve_matrix(opts.matrix or DEFAULT_MATRIX),
+        policy=load_policy(opts.policy),
+        engine=opts.engine or DEFAULT_ENGINE,
+        model=resolve_model(opts.model or DEFAULT_MODEL),
+        limit=opts.limit,
+        engine_options=opts.engine_options or {},
     )
-    return resumed, matrix, policy
+
+
+def _stored_matrix(stored: dict[str, Any], where: str) -> Matrix:
+    """The run's matrix, resolved again (a treatment it takes from the catalog may have changed)."""
+    try:
+        return parse_matrix_text(
+            stored["matrix_text"], stored.get("matrix_name", "matrix"), f"{where} matrix"
+        )
+    except BadInput as exc:
+        raise BadInput(f"cannot resume: the matrix in {where} no longer resolves: {exc}") from None
 
 
 def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
-    """Run (or resume) the matrix; returns the run directory. Bad input raises before any generation."""
-    if opts.resume is not None:
-        opts, matrix, policy = _from_manifest(opts)
-    else:
-        matrix, policy = resolve_matrix(opts.matrix), load_policy(opts.policy)
-    engine_info(opts.engine)
-    model = resolve_model(opts.model)
-    if opts.limit is not None and opts.limit < 1:
-        raise BadInput(f"--limit must be ≥ 1, got {opts.limit}")
-    workload_path = opts.workload or default_workload(model, opts.engine, opts.runs_dir)
-    workload: Workload = read_workload(workload_path)
-    cases = select_cases(workload, opts.limit)
-    identity = {"name": model.name} if opts.engine == "fake" else model_identity(model)
-    engine = create_engine(opts.engine, model, **opts.engine_options)
-    try:
-        run_dir, manifest = prepare_run(
-            opts.runs_dir, workload, cases, identity, engine, matrix, policy, opts.resume, opts.limit
+    """Run (or resume) the matrix; returns the run directory."""
+    stored = read_manifest(opts.resume) if opts.resume is not None else None
+    inputs = resolve_inputs(opts, stored)
+    engine_info(inputs.engine)
+    if inputs.limit is not None and inputs.limit < 1:
+        raise BadInput(f"--limit must be ≥ 1, got {inputs.limit}")
+    workload_path = inputs.workload or default_workload(inputs.model, inputs.engine, opts.runs_dir)
+    workload = read_workload(workload_path)
+    cases = select_cases(workload, inputs.limit)
+    identity = {"name": inputs.model.name} if inputs.engine == "fake" else model_identity(inputs.model)
+
+    def manifest_for(engine_fingerprint: dict[str, Any]) -> dict[str, Any]:
+        ids = [c.case_id for c in cases]
+        return build_manifest(
+            workload,
+            ids,
+            identity,
+            engine_fingerprint,
+            inputs.matrix,
+            inputs.policy,
+            inputs.limit,
+            inputs.engine_options,
         )
-        ctx = RunContext(run_dir, manifest, workload, cases, matrix, policy, engine, progress or NoProgress())
-        execute(ctx)
+
+    if stored is not None and opts.resume is not None:  # refuse before loading an engine for nothing
+        refuse_if_changed(opts.resume, stored, manifest_for({**stored["engine"], "engine": inputs.engine}))
+    if inputs.engine != "fake" and any(inputs.matrix.faults.values()):
+        raise BadInput(f"matrix {inputs.matrix.name!r} plants [faults]; only --engine fake honours them")
+    engine = create_engine(inputs.engine, inputs.model, **inputs.engine_options)
+    try:
+        check_applicable(engine, inputs.matrix)
+        manifest = manifest_for(engine.fingerprint())
+        run_dir = opts.resume if opts.resume is not None else opts.runs_dir / manifest["run_id"]
+        with run_lock(run_dir):
+            remove_temp_files(run_dir)
+            manifest = open_run(run_dir, manifest)
+            ctx = RunContext(
+                run_dir,
+                manifest,
+                workload,
+                cases,
+                inputs.matrix,
+                inputs.policy,
+                engine,
+                progress or NoProgress(),
+            )
+            execute(ctx)
     finally:
         engine.close()
     return run_dir

@@ -10,24 +10,38 @@ import hashlib
 import json
 import platform
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kvgate import __version__
-from kvgate.errors import BadInput
+from kvgate.errors import BadInput, EngineFailure
 from kvgate.gate.policy import Policy
 from kvgate.paths import REPO_ROOT
 from kvgate.treatments.matrix import Matrix
 from kvgate.workload.schema import Workload, atomic_write
 
 MANIFEST = "manifest.json"
-IDENTITY_KEYS = ("workload_sha256", "model", "engine", "arms", "policy_sha256", "case_ids", "matrix")
+IDENTITY_KEYS = (
+    "workload_sha256", "model", "engine", "engine_options", "arms", "policy_sha256", "case_ids", "matrix",
+)  # fmt: skip
+LABELS = {
+    "workload_sha256": "workload sha256",
+    "policy_sha256": "policy sha256",
+    "case_ids": "case selection",
+    "engine_options": "engine options (-E)",
+}
 
 
 def git_commit() -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=False
+            ["git", "rev-parse", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -42,15 +56,23 @@ def build_manifest(
     matrix: Matrix,
     policy: Policy,
     limit: int | None = None,
+    engine_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The manifest of a run; its `run_id` hashes the identity (what a resume must find unchanged)."""
     arms = {
-        t.name: {"spec": t.to_dict(), "fingerprint": t.fingerprint(), "faults": matrix.faults_for(t.name)}
+        t.name: {
+            "spec": t.to_dict(),
+            "fingerprint": t.fingerprint(),
+            "faults": matrix.faults_for(t.name),
+            "batch_size": matrix.batch_size_for(t.name),
+        }
         for t in matrix.arms()
     }
     identity = {
         "workload_sha256": workload.sha256,
         "model": model,
         "engine": engine,
+        "engine_options": engine_options or {},
         "arms": arms,
         "policy_sha256": policy.sha256,
         "case_ids": hashlib.sha256("\n".join(case_ids).encode()).hexdigest(),
@@ -59,18 +81,21 @@ def build_manifest(
             "candidates": [c.name for c in matrix.candidates],
             "aa_replicate": matrix.aa_replicate,
             "confirm_reruns": matrix.confirm_reruns,
+            "seed": matrix.seed,
         },
     }
     run_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
     return {
         "run_id": run_id,
         **identity,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "workload_path": str(workload.path.resolve()) if workload.path else None,
+        "tokenizer": workload.meta.get("tokenizer"),
         "n_cases": len(case_ids),
         "limit": limit,
         "policy_text": policy.text,
+        "matrix_name": matrix.name,
         "matrix_text": matrix.text,
-        "batch_size": matrix.batch_size,
         "kvgate_version": __version__,
         "git_commit": git_commit(),
         "host": {"machine": platform.machine(), "python": platform.python_version()},
@@ -78,8 +103,12 @@ def build_manifest(
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Write the manifest atomically; a failed write is an infrastructure error (exit 4)."""
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    atomic_write(run_dir / MANIFEST, lambda f: f.write(text.encode()))
+    try:
+        atomic_write(run_dir / MANIFEST, lambda f: f.write(text.encode()))
+    except OSError as exc:
+        raise EngineFailure(f"cannot write {run_dir / MANIFEST}: {exc.strerror or exc}") from None
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
@@ -94,13 +123,31 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 
 
 def changed_identity(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Names of what differs between a stored manifest and the current spec (empty when resumable)."""
+    """What differs between a stored manifest and the current spec, in words (empty when resumable)."""
     changed = []
     for key in IDENTITY_KEYS:
+        old, new = stored.get(key), current[key]
         if key == "arms":
-            for arm in sorted(set(stored.get("arms", {})) | set(current["arms"])):
-                if stored.get("arms", {}).get(arm) != current["arms"].get(arm):
-                    changed.append(f"arm {arm!r}")
-        elif stored.get(key) != current[key]:
-            changed.append(key.replace("_sha256", "").replace("_", " "))
+            for arm in sorted(set(old or {}) | set(new)):
+                if (old or {}).get(arm) != new.get(arm):
+                    changed.append(f"arm {arm!r} ({_difference((old or {}).get(arm), new.get(arm))})")
+        elif old != new:
+            changed.append(f"{LABELS.get(key, key)} ({_difference(old, new)})")
     return changed
+
+
+def _difference(old: Any, new: Any) -> str:
+    """A short account of how `old` became `new`: the keys that differ, or the values."""
+    if old is None:
+        return "added"
+    if new is None:
+        return "removed"
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        return ", ".join(f"{k}: {_short(old.get(k))} → {_short(new.get(k))}" for k in keys)
+    return f"{_short(old)} → {_short(new)}"
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 24 else text[:12] + "…"

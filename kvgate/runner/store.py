@@ -3,11 +3,14 @@
     runs/<run_id>/results/<arm>/part-NNNNN.parquet
 
 A crash loses at most the part being written; a resumed run skips exactly the rows already stored.
-Leftover temp files are ignored; a part that cannot be read is named in a one-line error.
+Leftover temp files are never read and are removed when the run is opened again; a part that cannot be
+read, or that repeats a stored row, is named in a one-line error (exit 2). A part that cannot be written
+(a full disk) is an infrastructure error (exit 4) that leaves the parts before it intact.
 """
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kvgate.errors import BadInput
+from kvgate.errors import BadInput, EngineFailure
 from kvgate.workload.schema import atomic_write
 
 RESULT_SCHEMA = pa.schema(
@@ -40,7 +43,8 @@ RESULT_SCHEMA = pa.schema(
         ("first_divergence", pa.int32()),
     ]
 )
-_PART = re.compile(r"part-(\d{5})\.parquet$")
+_PART = re.compile(r"^part-(\d{5})\.parquet$")
+KEY_COLUMNS = ("arm", "replicate", "case_id", "attempt")
 RowKey = tuple[str, int, str, int]
 """(arm, replicate, case_id, attempt): what a stored row answers."""
 
@@ -55,36 +59,69 @@ def part_paths(run_dir: Path) -> list[Path]:
 
 def write_part(run_dir: Path, arm: str, rows: list[dict[str, Any]]) -> Path:
     """Append `rows` of `arm` as the arm's next part (atomic: temp file, fsync, rename)."""
-    arm_dir = results_dir(run_dir) / arm
-    arm_dir.mkdir(parents=True, exist_ok=True)
-    existing = [int(m.group(1)) for p in arm_dir.iterdir() if (m := _PART.search(p.name))]
-    path = arm_dir / f"part-{max(existing, default=-1) + 1:05d}.parquet"
     table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
-    atomic_write(path, lambda f: pq.write_table(table, f))
+    arm_dir = results_dir(run_dir) / arm
+    path = arm_dir / "part-?????.parquet"
+    try:
+        arm_dir.mkdir(parents=True, exist_ok=True)
+        existing = [int(m.group(1)) for p in arm_dir.iterdir() if (m := _PART.search(p.name))]
+        path = arm_dir / f"part-{max(existing, default=-1) + 1:05d}.parquet"
+        atomic_write(path, lambda f: pq.write_table(table, f, write_page_checksum=True))
+    except OSError as exc:
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
+        raise EngineFailure(
+            f"cannot store {path}: {reason}; the parts stored before it are intact: "
+            f"free the space, then `kvgate run --resume {run_dir}`"
+        ) from None
     return path
 
 
+def remove_temp_files(run_dir: Path) -> list[Path]:
+    """Delete temp files a killed writer left behind (call only while holding the run's lock)."""
+    leftovers = [p for p in run_dir.glob("**/.*.tmp") if p.is_file()]
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    return leftovers
+
+
 def read_results(run_dir: Path, columns: Iterable[str] | None = None) -> pa.Table:
-    """Every stored row of the run; a corrupt or foreign part is a BadInput naming the file."""
-    tables = []
+    """Every stored row of the run (`columns` of it); a corrupt or foreign part is a BadInput naming it.
+
+    Every part is read whole, so its page checksums are verified whichever columns are asked for.
+    """
     cols = list(columns) if columns is not None else None
-    for path in part_paths(run_dir):
-        try:
-            table = pq.read_table(path, columns=cols)
-        except (OSError, pa.ArrowException) as exc:
-            raise BadInput(f"result part {path} is corrupt: {str(exc).splitlines()[0]}") from None
-        expected = RESULT_SCHEMA if cols is None else pa.schema([RESULT_SCHEMA.field(c) for c in cols])
-        if not table.schema.equals(expected, check_metadata=False):
-            raise BadInput(f"result part {path} does not have the result schema")
-        tables.append(table)
+    tables = [_read_part(path) for path in part_paths(run_dir)]
     if not tables:
-        return RESULT_SCHEMA.empty_table() if cols is None else pa.schema(
-            [RESULT_SCHEMA.field(c) for c in cols]
-        ).empty_table()
-    return pa.concat_tables(tables)
+        return _schema(cols).empty_table()
+    table = pa.concat_tables(tables)
+    return table if cols is None else table.select(cols)
+
+
+def _schema(cols: list[str] | None) -> pa.Schema:
+    return RESULT_SCHEMA if cols is None else pa.schema([RESULT_SCHEMA.field(c) for c in cols])
+
+
+def _read_part(path: Path) -> pa.Table:
+    try:
+        with pq.ParquetFile(path, page_checksum_verification=True) as part:
+            table = part.read()
+    except (OSError, pa.ArrowException) as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        raise BadInput(
+            f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
+        ) from None
+    if not table.schema.equals(RESULT_SCHEMA, check_metadata=False):
+        raise BadInput(f"result part {path} does not have the result schema")
+    return table
 
 
 def stored_keys(run_dir: Path) -> set[RowKey]:
-    table = read_results(run_dir, ["arm", "replicate", "case_id", "attempt"])
-    data = table.to_pydict()
-    return set(zip(data["arm"], data["replicate"], data["case_id"], data["attempt"], strict=True))
+    """The (arm, replicate, case_id, attempt) of every stored row; a row stored twice is a BadInput."""
+    keys: set[RowKey] = set()
+    for path in part_paths(run_dir):
+        data = _read_part(path).select(list(KEY_COLUMNS)).to_pydict()
+        for key in zip(data["arm"], data["replicate"], data["case_id"], data["attempt"], strict=True):
+            if key in keys:
+                raise BadInput(f"result part {path} repeats a stored row {key}: the store was tampered with")
+            keys.add(key)
+    return keys

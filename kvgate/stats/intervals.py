@@ -2,12 +2,15 @@
 
 Clopper & Pearson, 1934, "The use of confidence or fiducial limits illustrated in the case of the
 binomial". For k successes in n trials at confidence c: upper = Beta⁻¹(c; k+1, n−k) (1 when k = n),
-lower = Beta⁻¹(1−c; k, n−k+1) (0 when k = 0).
+lower = Beta⁻¹(1−c; k, n−k+1) (0 when k = 0). Each bound alone holds with confidence c; together they
+form a two-sided interval of confidence 2c − 1. Beta⁻¹ is scipy.special.betaincinv (the inverse of the
+regularised incomplete beta function), which keeps the heavy scipy.stats import off the report's path.
 """
 
 from __future__ import annotations
 
-from scipy.stats import beta
+import numpy as np
+from scipy.special import betaincinv
 
 
 def _check(k: int, n: int, confidence: float) -> None:
@@ -22,7 +25,7 @@ def cp_upper(k: int, n: int, confidence: float) -> float | None:
     _check(k, n, confidence)
     if n == 0:
         return None
-    return 1.0 if k == n else float(beta.ppf(confidence, k + 1, n - k))
+    return 1.0 if k == n else float(betaincinv(k + 1, n - k, confidence))
 
 
 def cp_lower(k: int, n: int, confidence: float) -> float | None:
@@ -30,4 +33,19 @@ def cp_lower(k: int, n: int, confidence: float) -> float | None:
     _check(k, n, confidence)
     if n == 0:
         return None
-    return 0.0 if k == 0 else float(beta.ppf(1 - confidence, k, n - k + 1))
+    return 0.0 if k == 0 else float(betaincinv(k, n - k + 1, 1 - confidence))
+
+
+def cp_bounds(k: np.ndarray, n: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised one-sided (lower, upper) bounds for arrays k, n of one shape; NaN where n = 0."""
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    if k.shape != n.shape or np.any(n < 0) or np.any(k < 0) or np.any(k > n):
+        raise ValueError("need arrays of one shape with 0 ≤ k ≤ n")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        upper = np.where(k >= n, 1.0, betaincinv(k + 1, np.maximum(n - k, 1), confidence))
+        lower = np.where(k == 0, 0.0, betaincinv(np.maximum(k, 1), n - k + 1, 1 - confidence))
+    empty = n == 0
+    return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)

@@ -1,18 +1,23 @@
 """Matrix specs (TOML under `treatments/`): the treatments and which arms a run compares.
 
     [matrix]
+    description = "…"
     control = "full"
-    candidates = ["streaming-50", "fp8-e4m3"]
+    candidates = ["streaming-50", "fp8-e4m3", "prefix-reuse"]
     aa_replicate = true      # run the control twice, in separate namespaces: the noise floor
     confirm_reruns = 0       # re-run each candidate-only failure k times: reproducible or flaky
-    batch_size = 1
+    batch_size = 1           # cases submitted together (a batch for hf, concurrent requests for vllm)
+    seed = 0                 # handed to every arm's session alike
+    [arm.prefix-reuse]       # per-arm load: offload and reuse defects show under load
+    batch_size = 8
     [treatment.streaming-50]
     kind = "eviction"
     …
     [faults.fp8-e4m3]        # planted faults, honoured by the fake engine only
     wrong_answer_rate = 0.1
 
-Treatments not defined in the file are looked up in `treatments/catalog.toml`.
+Treatments not defined in the file are looked up in `treatments/catalog.toml`. Unknown keys anywhere
+are errors naming the key.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ from typing import Any
 from kvgate.errors import BadInput
 from kvgate.paths import TREATMENTS_DIR
 from kvgate.registry import unknown_name
-from kvgate.tomlspec import check_keys, load_toml
+from kvgate.tomlspec import check_keys, load_toml, parse_toml
 from kvgate.treatments.spec import TREATMENT_TYPES, Composite, Treatment
 
 CATALOG = "catalog"
 NOT_MATRICES = {CATALOG, "policy"}
-MATRIX_KEYS = {"control", "candidates", "aa_replicate", "confirm_reruns", "batch_size", "description"}
+TOP_KEYS = {"matrix", "treatment", "arm", "faults"}
+MATRIX_KEYS = {"control", "candidates", "aa_replicate", "confirm_reruns", "batch_size", "seed", "description"}
+ARM_KEYS = {"batch_size"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,9 @@ class Matrix:
     aa_replicate: bool = True
     confirm_reruns: int = 0
     batch_size: int = 1
+    """The default for arms without their own `[arm.<name>] batch_size`."""
+    seed: int = 0
+    arm_batch_size: dict[str, int] = field(default_factory=dict)
     faults: dict[str, dict[str, Any]] = field(default_factory=dict)
     text: str = ""
     description: str = ""
@@ -50,20 +60,21 @@ class Matrix:
     def faults_for(self, arm: str) -> dict[str, Any]:
         return {**self.faults.get("*", {}), **self.faults.get(arm, {})}
 
+    def batch_size_for(self, arm: str) -> int:
+        return self.arm_batch_size.get(arm, self.batch_size)
+
 
 def shipped_matrices() -> dict[str, Path]:
     return {p.stem: p for p in sorted(TREATMENTS_DIR.glob("*.toml")) if p.stem not in NOT_MATRICES}
 
 
 def load_treatment_tables(path: Path) -> dict[str, dict[str, Any]]:
-    data = load_toml(path)
-    tables = data.get("treatment", {})
-    if not isinstance(tables, dict):
-        raise BadInput(f"{path}: [treatment] must be tables")
-    return tables
+    return _tables(load_toml(path).get("treatment", {}), f"{path} [treatment]")
 
 
-def parse_treatment(name: str, tables: dict[str, dict[str, Any]], where: str, seen: tuple[str, ...] = ()) -> Treatment:
+def parse_treatment(
+    name: str, tables: dict[str, dict[str, Any]], where: str, seen: tuple[str, ...] = ()
+) -> Treatment:
     """Build treatment `name` from `tables` (strict keys; composites resolve their parts by name)."""
     if name in seen:
         raise BadInput(f"{where}: treatment {name!r} includes itself")
@@ -79,7 +90,7 @@ def parse_treatment(name: str, tables: dict[str, dict[str, Any]], where: str, se
     check_keys(table, allowed, here)
     if cls is Composite:
         parts = table.pop("of", [])
-        if not isinstance(parts, list):
+        if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
             raise BadInput(f"{here}: 'of' must be a list of treatment names")
         table["of"] = tuple(parse_treatment(p, tables, where, (*seen, name)) for p in parts)
     try:
@@ -89,13 +100,22 @@ def parse_treatment(name: str, tables: dict[str, dict[str, Any]], where: str, se
 
 
 def resolve_matrix(name_or_path: str) -> Matrix:
+    """A shipped matrix by name, or a matrix spec file by path."""
     path = Path(name_or_path)
     if not (name_or_path.endswith(".toml") or path.exists()):
         matrices = shipped_matrices()
         if name_or_path not in matrices:
             raise unknown_name("matrix", name_or_path, list(matrices))
         path = matrices[name_or_path]
-    return parse_matrix(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read matrix {path}: {exc.strerror or exc}") from None
+    return parse_matrix_text(text, path.stem, str(path))
+
+
+def parse_matrix(path: Path) -> Matrix:
+    return resolve_matrix(str(path))
 
 
 def catalog_tables() -> dict[str, dict[str, Any]]:
@@ -103,37 +123,87 @@ def catalog_tables() -> dict[str, dict[str, Any]]:
     return load_treatment_tables(path) if path.exists() else {}
 
 
-def parse_matrix(path: Path) -> Matrix:
-    data = load_toml(path)
-    where = str(path)
-    check_keys(data, {"matrix", "treatment", "faults"}, where, required=frozenset({"matrix"}))
-    spec = data["matrix"]
-    check_keys(spec, MATRIX_KEYS, f"{where} [matrix]", required=frozenset({"control", "candidates"}))
-    tables = {**catalog_tables(), **data.get("treatment", {})}
-    control = parse_treatment(spec["control"], tables, where)
+def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
+    """Parse a matrix spec; `where` names it in errors (a path, or a run's manifest when resuming)."""
+    data = parse_toml(text, where)
+    check_keys(data, TOP_KEYS, where, required=frozenset({"matrix"}))
+    here = f"{where} [matrix]"
+    spec = _table(data["matrix"], here)
+    check_keys(spec, MATRIX_KEYS, here, required=frozenset({"control", "candidates"}))
+    tables = {**catalog_tables(), **_tables(data.get("treatment", {}), f"{where} [treatment]")}
+    control_name = _typed(spec, "control", str, here)
+    candidate_names = spec["candidates"]
+    if not isinstance(candidate_names, list) or not all(isinstance(c, str) for c in candidate_names):
+        raise BadInput(f"{here}: candidates must be a list of treatment names")
+    control = parse_treatment(control_name, tables, where)
     if control.kind != "full":
         raise BadInput(f"{where}: the control {control.name!r} must be of kind 'full'")
-    candidates = tuple(parse_treatment(c, tables, where) for c in spec["candidates"])
+    candidates = tuple(parse_treatment(c, tables, where) for c in candidate_names)
     names = [control.name, *(c.name for c in candidates)]
     if len(set(names)) != len(names):
         raise BadInput(f"{where}: an arm is listed twice in {names}")
     if not candidates:
         raise BadInput(f"{where}: the matrix has no candidates")
-    faults = data.get("faults", {})
-    for arm in faults:
-        if arm != "*" and arm not in names:
-            raise unknown_name("arm in [faults]", arm, names)
-    reruns, batch = spec.get("confirm_reruns", 0), spec.get("batch_size", 1)
-    if not isinstance(reruns, int) or reruns < 0 or not isinstance(batch, int) or batch < 1:
-        raise BadInput(f"{where}: confirm_reruns must be ≥ 0 and batch_size ≥ 1")
     return Matrix(
-        name=path.stem,
+        name=name,
         control=control,
         candidates=candidates,
-        aa_replicate=bool(spec.get("aa_replicate", True)),
-        confirm_reruns=reruns,
-        batch_size=batch,
-        faults=faults,
-        text=path.read_text(encoding="utf-8"),
-        description=str(spec.get("description", "")),
+        aa_replicate=_typed(spec, "aa_replicate", bool, here, True),
+        confirm_reruns=_count(spec, "confirm_reruns", 0, here),
+        batch_size=_count(spec, "batch_size", 1, here, minimum=1),
+        seed=_typed(spec, "seed", int, here, 0),
+        arm_batch_size=_arm_batch_sizes(data.get("arm", {}), names, where),
+        faults=_faults(data.get("faults", {}), names, where),
+        text=text,
+        description=_typed(spec, "description", str, here, ""),
     )
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadInput(f"{where} must be a table")
+    return value
+
+
+def _tables(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    tables = _table(value, where)
+    for key, table in tables.items():
+        _table(table, f"{where}.{key}")
+    return tables
+
+
+def _typed(spec: dict[str, Any], key: str, kind: type, where: str, default: Any = None) -> Any:
+    value = spec.get(key, default)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise BadInput(f"{where}: {key} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def _count(spec: dict[str, Any], key: str, default: int, where: str, minimum: int = 0) -> int:
+    value: int = _typed(spec, key, int, where, default)
+    if value < minimum:
+        raise BadInput(f"{where}: {key} must be ≥ {minimum}, got {value}")
+    return value
+
+
+def _arm_batch_sizes(value: Any, names: list[str], where: str) -> dict[str, int]:
+    sizes = {}
+    for arm, table in _tables(value, f"{where} [arm]").items():
+        if arm not in names:
+            raise BadInput(f"{where}: {unknown_name('arm in [arm]', arm, names)}")
+        here = f"{where} [arm.{arm}]"
+        check_keys(table, ARM_KEYS, here)
+        if "batch_size" in table:
+            sizes[arm] = _count(table, "batch_size", 1, here, minimum=1)
+    return sizes
+
+
+def _faults(value: Any, names: list[str], where: str) -> dict[str, dict[str, Any]]:
+    from kvgate.engines.fake import check_faults
+
+    faults = _tables(value, f"{where} [faults]")
+    for arm, table in faults.items():
+        if arm != "*" and arm not in names:
+            raise BadInput(f"{where}: {unknown_name('arm in [faults]', arm, names)}")
+        check_faults(table, f"{where} [faults.{arm}]")
+    return faults

@@ -66,7 +66,9 @@ class Eviction(Treatment):
 
     def __post_init__(self) -> None:
         if self.method not in EVICTION_METHOD_NAMES:
-            raise ValueError(f"unknown eviction method {self.method!r}; known: {', '.join(EVICTION_METHOD_NAMES)}")
+            raise ValueError(
+                f"unknown eviction method {self.method!r}; known: {', '.join(EVICTION_METHOD_NAMES)}"
+            )
         if not 0.0 <= self.ratio < 1.0:
             raise ValueError(f"ratio must be in [0, 1), got {self.ratio}")
         if self.scope not in ("prompt", "context"):

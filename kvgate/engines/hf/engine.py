@@ -4,48 +4,95 @@ Greedy decoding in an explicit loop so the cache can be changed between steps. T
 per run and only read; each arm session starts with empty caches of its own (its namespace). Decoding
 after eviction continues at the original next position: `position_ids` carry true positions while the
 attention mask follows the shorter cache.
+
+One case, in order: reuse seeds the cache at prefill (prefix or span) → the hooks: eviction, then
+quantisation, as the treatment lists them → the rest of the prompt (the question, for scope "context")
+→ offload to the slower tier and back, every block checksummed → decode. The prefix cache and the span
+store belong to the engine and are shared by its sessions, as one server's cache is; the namespace in
+every key keeps the sessions apart, and a closing session drops its entries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import platform
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 import torch
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.hf.cache_hooks import CacheHook, build_hooks, needs_queries
+from kvgate.engines.hf.forward import forward_at
+from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
+from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
+from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
+from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
 from kvgate.models import ModelSpec, model_folder
-from kvgate.treatments.spec import Eviction, Treatment
+from kvgate.treatments.spec import Eviction, Offload, Reuse, Treatment
 from kvgate.workload.case import Case
 
-SUPPORTED_KINDS = ("full", "eviction", "quantize", "composite")
+SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
+REUSE_CACHE_BYTES = 1 << 30
+"""Default bound of the prefix cache and of the span store, each (LRU beyond it)."""
+CORRUPT_OFFLOAD_FAULT = "corrupt_offload"
+"""A planted fault (in ArmSetup.faults): flip one bit of every offloaded cache, to prove it is caught."""
+
+
+class Reuser(Protocol):
+    def prefill(
+        self, case: Case, ids: torch.Tensor, cache: Any, until: int
+    ) -> tuple[torch.Tensor | None, int]: ...
 
 
 class HFEngine:
     name = "hf"
 
-    def __init__(self, model: ModelSpec, device: str = "cpu", dtype: str = "float32") -> None:
+    def __init__(
+        self,
+        model: ModelSpec,
+        device: str = "cpu",
+        dtype: str = "float32",
+        reuse_cache_bytes: int = REUSE_CACHE_BYTES,
+    ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         folder = model_folder(model)
         self.model_spec = model
         self.device = torch.device(device)
         self.dtype = dtype
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        self.model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(folder))
+        self.model: Any = cast(
+            Any, AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
+        )
         self.model.to(self.device).eval()
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
+        self.prefix_cache = PrefixCache(reuse_cache_bytes)
+        self.span_store = SpanStore(reuse_cache_bytes)
 
     def refusal(self, treatment: Treatment) -> str | None:
-        for part in treatment.parts():
+        parts = treatment.parts()
+        for part in parts:
             if part.kind not in SUPPORTED_KINDS:
-                return f"the hf engine does not apply {part.kind} treatments yet"
+                return f"the hf engine does not apply {part.kind} treatments"
+        reuse = next((p for p in parts if isinstance(p, Reuse)), None)
+        if reuse is None:
+            return None
+        if needs_queries(treatment):
+            return (
+                "query-aware eviction scores the prefill's queries, which reused KV never had: "
+                "combine reuse only with streaming, knorm or random eviction"
+            )
+        if reuse.mode == "span":
+            if not getattr(self.tokenizer, "is_fast", False):
+                return "span reuse locates the context by token offsets, which needs a fast tokenizer"
+            return rope_shift_refusal(self.model)
         return None
 
     def fingerprint(self) -> dict[str, Any]:
@@ -73,18 +120,44 @@ class HFEngine:
 class HFSession:
     engine: HFEngine
     setup: ArmSetup
+    reuser: Reuser | None = field(init=False, default=None)
+    tier: Tier | None = field(init=False, default=None)
+    block_size: int = field(init=False, default=16)
+    directory: Path | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        engine, namespace = self.engine, self.setup.namespace
+        for part in self.setup.treatment.parts():
+            if isinstance(part, Reuse) and part.mode == "prefix":
+                self.reuser = PrefixReuse(engine.model, engine.prefix_cache, namespace, part.block_size)
+            elif isinstance(part, Reuse):
+                rotary = rotary_embedding(engine.model)
+                store = engine.span_store
+                self.reuser = SpanReuse(
+                    engine.model, engine.tokenizer, rotary, store, namespace, part.block_size
+                )
+            elif isinstance(part, Offload):
+                self.block_size = part.block_size
+                if part.tier == "disk":
+                    self.directory = Path(tempfile.mkdtemp(prefix="kvgate-offload-"))
+                    self.tier = DiskTier(self.directory)
+                else:
+                    self.tier = HostTier()
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
         out = []
         for case in cases:
             try:
                 out.append(self._one(case))
-            except (RuntimeError, ValueError) as exc:
+            except (RuntimeError, ValueError, OSError) as exc:
                 out.append(Generation.failed(case, f"{type(exc).__name__}: {exc}"))
         return out
 
     def close(self) -> None:
-        return None
+        self.engine.prefix_cache.drop_namespace(self.setup.namespace)
+        self.engine.span_store.drop_namespace(self.setup.namespace)
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
     @torch.inference_mode()
     def _one(self, case: Case) -> Generation:
@@ -97,22 +170,21 @@ class HFSession:
         ids = torch.tensor([case.prompt_token_ids], device=self.engine.device)
         n = ids.shape[1]
         span = _compressed_span(treatment, case, n)
-        cache = DynamicCache(config=model.config)
+        cache: Any = DynamicCache(config=model.config)
         start = time.perf_counter()
 
-        capture: Any = contextlib.nullcontext(None)
-        if hooks and needs_queries(treatment):
-            from kvgate.engines.hf.capture import capture_queries
-
-            capture = capture_queries(model)
-        with capture as queries:
-            logits = _forward(model, ids[:, :span], cache, 0)
+        logits, n_cached, queries = self._prefill(case, ids, cache, span, bool(hooks))
         for hook in hooks:
             hook.after_prefill(cache, queries)
         if span < n:
-            logits = _forward(model, ids[:, span:], cache, span)
+            logits = forward_at(model, ids[:, span:], cache, span)
             _appended(hooks, cache, n - span)
         kept = int(cache.layers[0].keys.shape[2])
+        if self.tier is not None:
+            corrupt = bool(self.setup.faults.get(CORRUPT_OFFLOAD_FAULT, False))
+            round_trip(cache, self.tier, self.block_size, plant_corruption=corrupt)
+        if logits is None:
+            raise RuntimeError("prefill produced no logits")
 
         tokens: list[int] = []
         logprobs: list[float] = []
@@ -128,7 +200,7 @@ class HFSession:
             logprobs.append(float(logp[token]))
             if step + 1 == case.max_new_tokens:
                 break
-            logits = _forward(model, torch.tensor([[token]], device=ids.device), cache, n + step)
+            logits = forward_at(model, torch.tensor([[token]], device=ids.device), cache, n + step)
             _appended(hooks, cache, 1)
         latency = time.perf_counter() - start
         text = self.engine.tokenizer.decode(tokens, skip_special_tokens=True)
@@ -136,13 +208,29 @@ class HFSession:
             output_text=text,
             output_token_ids=tuple(tokens),
             n_prompt_tokens=n,
-            n_cached_tokens=0,
+            n_cached_tokens=n_cached,
             n_kv_entries_kept=kept,
             ttft_s=ttft,
             latency_s=latency,
             mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
             min_logprob=min(logprobs) if logprobs else None,
         )
+
+    def _prefill(
+        self, case: Case, ids: torch.Tensor, cache: Any, until: int, hooked: bool
+    ) -> tuple[torch.Tensor | None, int, dict[int, torch.Tensor] | None]:
+        """Positions [0, until) into `cache`: (last logits, tokens reused, captured queries or None)."""
+        if self.reuser is not None:  # refusal() keeps query-aware eviction away from reuse
+            logits, reused = self.reuser.prefill(case, ids, cache, until)
+            return logits, reused, None
+        capture: Any = contextlib.nullcontext(None)
+        if hooked and needs_queries(self.setup.treatment):
+            from kvgate.engines.hf.capture import capture_queries
+
+            capture = capture_queries(self.engine.model)
+        with capture as queries:
+            logits = forward_at(self.engine.model, ids[:, :until], cache, 0)
+        return logits, 0, queries
 
 
 def _compressed_span(treatment: Treatment, case: Case, n: int) -> int:
@@ -155,18 +243,6 @@ def _compressed_span(treatment: Treatment, case: Case, n: int) -> int:
     return case.question_start
 
 
-def _forward(model: Any, ids: torch.Tensor, cache: Any, first_position: int) -> torch.Tensor:
-    """Run `ids` at true positions first_position… against `cache`; returns the last logits [1, 1, vocab]."""
-    positions = torch.arange(first_position, first_position + ids.shape[1], device=ids.device).unsqueeze(0)
-    out = model(input_ids=ids, past_key_values=cache, position_ids=positions, use_cache=True, logits_to_keep=1)
-    logits: torch.Tensor = out.logits
-    if not torch.isfinite(logits[0, -1]).all():
-        raise RuntimeError("non-finite logits")
-    return logits
-
-
 def _appended(hooks: list[CacheHook], cache: Any, n_new: int) -> None:
     for hook in hooks:
         hook.after_append(cache, n_new)
-
-

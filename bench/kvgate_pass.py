@@ -1,0 +1,157 @@
+"""kvgate's side of the harness benchmark: the control pass of a run, through the runner's own code.
+
+A matrix file must name at least one candidate, and every candidate generates every case again, so
+timing the control arm out of a whole `kvgate run` would pay for a second pass (and, on vLLM, a second
+engine start) that the bare script never makes. Instead this builds what `kvgate.runner.job.run_job`
+builds — the verified workload, the manifest, the run directory — around a matrix of the control
+alone (`Matrix` itself allows that; only the TOML parser insists on a candidate), and calls
+`kvgate.runner.run.execute`: the same passes, sessions, validation, result rows and atomic Parquet parts
+a real run makes. The engine is wrapped to time its session starts apart: on vLLM every arm session
+starts a fresh `vllm.LLM`, which is model load, reported apart as the bare script's is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kvgate.engines.base import ArmSession, ArmSetup, Engine, Generation
+from kvgate.engines.registry import create_engine
+from kvgate.gate.policy import load_policy
+from kvgate.models import model_identity, resolve_model
+from kvgate.runner.manifest import build_manifest
+from kvgate.runner.run import RunContext, execute, open_run, select_cases
+from kvgate.runner.store import read_results
+from kvgate.treatments.matrix import Matrix
+from kvgate.treatments.spec import Full, Treatment
+from kvgate.workload.case import Case
+from kvgate.workload.schema import read_workload
+
+
+@dataclass
+class TimedSession:
+    """Delegates to `session`; adds the seconds spent in its `generate` calls to `engine.generate_s`."""
+
+    session: ArmSession
+    engine: TimedEngine
+
+    def generate(self, cases: Sequence[Case]) -> list[Generation]:
+        start = time.perf_counter()
+        try:
+            return self.session.generate(cases)
+        finally:
+            self.engine.generate_s += time.perf_counter() - start
+
+    def close(self) -> None:
+        self.session.close()
+
+
+@dataclass
+class TimedEngine:
+    """Delegates to `engine`; adds up the seconds spent starting arm sessions and in their `generate`."""
+
+    engine: Engine
+    open_s: float = 0.0
+    generate_s: float = 0.0
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.engine.name
+
+    def refusal(self, treatment: Treatment) -> str | None:
+        return self.engine.refusal(treatment)
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.engine.fingerprint()
+
+    def open(self, setup: ArmSetup) -> ArmSession:
+        start = time.perf_counter()
+        try:
+            return TimedSession(self.engine.open(setup), self)
+        finally:
+            self.open_s += time.perf_counter() - start
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def control_only(batch_size: int) -> Matrix:
+    return Matrix(
+        name="bench-control-only",
+        control=Full(name="full"),
+        candidates=(),
+        aa_replicate=False,
+        batch_size=batch_size,
+        text='[matrix]\ncontrol = "full"\ncandidates = []\naa_replicate = false\n'
+        f"batch_size = {batch_size}\n",
+    )
+
+
+@dataclass(frozen=True)
+class PassTiming:
+    setup_s: float
+    """Workload read and verified, manifest built and written."""
+    open_s: float
+    """Arm session start (vLLM: a fresh LLM, i.e. model load)."""
+    pass_s: float
+    """The control pass as `execute` runs it, session start included."""
+    engine_generate_s: float
+    """Of the pass: seconds inside the engine session's `generate` calls."""
+    pass_cpu_s: float
+    """CPU seconds of this process during the pass (the engine's work when it runs in-process, as hf)."""
+    outputs: list[list[int]]
+    """Output token ids per case, in workload order."""
+
+    @property
+    def generate_s(self) -> float:
+        """The pass without its session start: what the bare script's generation is compared with."""
+        return self.pass_s - self.open_s
+
+
+class KvgateControl:
+    """One engine (created once, as a run creates it), control passes into fresh run directories."""
+
+    def __init__(self, engine: str, model: str, engine_options: dict[str, Any] | None = None) -> None:
+        self.model = resolve_model(model)
+        start = time.perf_counter()
+        self.engine = TimedEngine(create_engine(engine, self.model, **(engine_options or {})))
+        self.create_s = time.perf_counter() - start
+        self.identity = {"name": self.model.name} if engine == "fake" else model_identity(self.model)
+
+    def run(
+        self, workload_path: Path, run_dir: Path, batch_size: int, limit: int | None = None
+    ) -> PassTiming:
+        start = time.perf_counter()
+        workload = read_workload(workload_path.resolve())
+        cases = select_cases(workload, limit)
+        matrix = control_only(batch_size)
+        policy = load_policy(None)
+        ids = [c.case_id for c in cases]
+        fingerprint = self.engine.fingerprint()
+        manifest = build_manifest(workload, ids, self.identity, fingerprint, matrix, policy, limit)
+        manifest = open_run(run_dir, manifest)
+        ctx = RunContext(run_dir, manifest, workload, cases, matrix, policy, self.engine)
+        opened_before, generated_before = self.engine.open_s, self.engine.generate_s
+        set_up, cpu = time.perf_counter(), time.process_time()
+        execute(ctx)
+        done, cpu_done = time.perf_counter(), time.process_time()
+        return PassTiming(
+            setup_s=set_up - start,
+            open_s=self.engine.open_s - opened_before,
+            pass_s=done - set_up,
+            engine_generate_s=self.engine.generate_s - generated_before,
+            pass_cpu_s=cpu_done - cpu,
+            outputs=stored_outputs(run_dir, cases),
+        )
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def stored_outputs(run_dir: Path, cases: Sequence[Case]) -> list[list[int]]:
+    rows = read_results(run_dir, ["case_id", "output_token_ids"]).to_pydict()
+    by_case = dict(zip(rows["case_id"], rows["output_token_ids"], strict=True))
+    return [list(by_case.get(c.case_id) or []) for c in cases]

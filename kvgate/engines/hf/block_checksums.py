@@ -1,0 +1,61 @@
+"""Checksums of the KV cache per block of positions, to prove a round trip through a slower tier is exact.
+
+A block is `block_size` consecutive cached positions of one layer's keys or values: the slice
+[B, Hkv, block_size, D] of a [B, Hkv, n, D] tensor (the last block may be shorter). Its checksum is
+BLAKE2b-128 over the slice's raw bytes, dtype and shape, so any flipped bit, reordering or change of
+precision is caught. Comparing two sets of checksums names the first block that differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import torch
+
+DIGEST_BYTES = 16
+
+
+@dataclass(frozen=True)
+class BlockId:
+    """Where a block lives: layer index, "keys" or "values", and the positions [start, stop) it covers."""
+
+    layer: int
+    tensor: str
+    start: int
+    stop: int
+
+    def __str__(self) -> str:
+        return f"layer {self.layer} {self.tensor}, positions {self.start}–{self.stop - 1}"
+
+
+def tensor_digest(tensor: torch.Tensor) -> bytes:
+    """BLAKE2b-128 of a tensor's bytes (on the host), dtype and shape."""
+    host = tensor.detach().to("cpu").contiguous()
+    digest = hashlib.blake2b(digest_size=DIGEST_BYTES)
+    digest.update(f"{host.dtype}:{tuple(host.shape)}".encode())
+    digest.update(host.view(torch.uint8).numpy().tobytes() if host.numel() else b"")
+    return digest.digest()
+
+
+def block_checksums(layers: list[tuple[torch.Tensor, torch.Tensor]], block_size: int) -> dict[BlockId, bytes]:
+    """Checksum of every block of each layer's keys and values; layers[l] = (keys, values) [B, Hkv, n, D]."""
+    if block_size < 1:
+        raise ValueError(f"block_size must be ≥ 1, got {block_size}")
+    sums: dict[BlockId, bytes] = {}
+    for index, pair in enumerate(layers):
+        for name, tensor in zip(("keys", "values"), pair, strict=True):
+            host = tensor.detach().to("cpu")  # one transfer per tensor, then hash its blocks
+            n = int(host.shape[2])
+            for start in range(0, max(n, 1), block_size):
+                stop = min(start + block_size, n)
+                sums[BlockId(index, name, start, stop)] = tensor_digest(host[:, :, start:stop])
+    return sums
+
+
+def first_mismatch(expected: dict[BlockId, bytes], actual: dict[BlockId, bytes]) -> BlockId | None:
+    """The first block (in layer, tensor, position order) whose checksum differs or is missing, or None."""
+    for block in sorted(expected.keys() | actual.keys(), key=lambda b: (b.layer, b.tensor, b.start, b.stop)):
+        if expected.get(block) != actual.get(block):
+            return block
+    return None

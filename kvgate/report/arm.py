@@ -1,0 +1,116 @@
+"""One candidate arm's report: its slices, decision, re-run confirmation, confidence signal, where its
+outputs diverge, CFR against context length and, for composites, attribution to the parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kvgate.gate.decision import combine
+from kvgate.gate.policy import Policy
+from kvgate.report.attribution import attribution
+from kvgate.report.context import by_context
+from kvgate.report.divergence import divergence_summary
+from kvgate.report.noise import leaf_kinds
+from kvgate.report.run_data import ArmRows, RunRows
+from kvgate.report.slice_stats import CaseSignals, slice_rows
+from kvgate.report.slices import SliceGroup
+from kvgate.stats.paired import CACHE_INDUCED, pair_outcomes
+from kvgate.stats.tests import auc
+
+LOSSLESS_KINDS = {"offload", "reuse"}
+"""Arms that must not change any answer: every candidate-only failure there is a defect."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every arm's report reads: the rows, the control, the A/A signal, slices and policy."""
+
+    rows: RunRows
+    manifest: dict[str, Any]
+    control: ArmRows
+    aa: np.ndarray
+    groups: list[SliceGroup]
+    context: SliceGroup | None
+    prompt_tokens: np.ndarray
+    policy: Policy
+    broken: set[str]
+
+
+def _signals(ctx: RunContext, name: str, outcomes: np.ndarray) -> CaseSignals:
+    cio = outcomes == CACHE_INDUCED
+    if ctx.manifest["matrix"].get("confirm_reruns", 0) <= 0:
+        none = np.zeros_like(cio)
+        return CaseSignals(outcomes, ctx.aa, none, none, cio, reruns_known=False)
+    reruns = ctx.rows.reruns(name)
+    flaky = cio & (reruns.passes > 0)
+    reproducible = cio & (reruns.valid > 0) & (reruns.passes == 0)
+    return CaseSignals(outcomes, ctx.aa, reproducible, flaky, cio & (reruns.valid == 0), reruns_known=True)
+
+
+def _decision(
+    name: str, ctx: RunContext, slices: list[dict[str, Any]], errors: int, missing: int
+) -> tuple[str, str]:
+    control_name = ctx.manifest["matrix"]["control"]
+    if control_name in ctx.broken:
+        return "error", f"isolation counters contradict the control {control_name!r}"
+    if name in ctx.broken:
+        return "error", "isolation counters contradict the arm"
+    failed = [s for s in slices if s["decision"] == "fail"]
+    if failed:
+        more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
+        return "fail", "slice " + ", ".join(s["slice"] for s in failed[:3]) + more + " failed"
+    if errors:
+        return "error", f"{errors} cases ended in engine errors"
+    if missing:
+        return "error", f"{missing} cases have no result pair: the run is incomplete (resume it)"
+    gated = [s for s in slices if s["gated"]]
+    decision = combine(s["decision"] for s in gated)
+    first = next((s for s in gated if s["decision"] != "pass"), gated[0])
+    where = "" if first["slice"] == "all" else f"slice {first['slice']}: "
+    return decision, where + first["reason"]
+
+
+def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
+    spec = ctx.manifest["arms"][name]["spec"]
+    cand = ctx.rows.arm_rows(name)
+    control = ctx.control
+    both = control.present & cand.present
+    usable = both & ~control.error & ~cand.error
+    errors = int(np.count_nonzero(both & (control.error | cand.error)))
+    missing = int(np.count_nonzero(~both))
+    outcomes = pair_outcomes(control.passed, cand.passed, usable)
+    signals = _signals(ctx, name, outcomes)
+    lossless = leaf_kinds(spec) <= LOSSLESS_KINDS
+    why_critical = "a lossless arm (offload/reuse must not change answers)" if lossless else None
+    slices = slice_rows(name, ctx.groups, signals, ctx.policy, why_critical)
+    decision, reason = _decision(name, ctx, slices, errors, missing)
+    scored = usable & np.isfinite(cand.mean_logprob)
+    failed = ~cand.passed
+    cio = outcomes == CACHE_INDUCED
+    return {
+        "arm": name,
+        "kind": spec["kind"],
+        "spec": spec,
+        "decision": decision,
+        "reason": reason,
+        "n_cases": int(control.present.size),
+        "engine_errors": errors,
+        "missing_pairs": missing,
+        "lossless": lossless,
+        "confirm_reruns": int(ctx.manifest["matrix"].get("confirm_reruns", 0)),
+        "reproducible_failures": int(signals.reproducible.sum()) if signals.reruns_known else None,
+        "flaky_failures": int(signals.flaky.sum()) if signals.reruns_known else None,
+        "unconfirmed_failures": int(signals.unconfirmed.sum()),
+        "confidence_auc": auc(-cand.mean_logprob[scored], failed[scored]),
+        "confidence_auc_n": {
+            "failures": int(np.count_nonzero(scored & failed)),
+            "passes": int(np.count_nonzero(scored & ~failed)),
+        },
+        "divergence": divergence_summary(cand.first_divergence[usable], failed[usable]),
+        "by_context": by_context(ctx.context, ctx.prompt_tokens, outcomes, ctx.policy.confidence),
+        "attribution": attribution(spec, ctx.manifest["arms"], cio, ctx.rows.arm_rows),
+        "slices": slices,
+    }

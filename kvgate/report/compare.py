@@ -1,0 +1,99 @@
+"""Two runs' reports side by side, for nightly regressions: the same arms and slices, CFR deltas and
+decision changes (`kvgate report RUN --compare BASELINE`). Reads only the two report models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SEVERITY = {"pass": 0, "inconclusive": 1, "error": 2, "fail": 3}
+"""How bad a decision is: moving up this scale is a regression."""
+RUN_KEYS = ("workload_sha256", "model", "engine", "policy_sha256", "n_cases")
+
+
+def _run(report: dict[str, Any]) -> dict[str, Any]:
+    run = report["run"]
+    return {
+        "run_id": run["run_id"],
+        "git_commit": run.get("git_commit"),
+        "decision": report["decision"],
+        "exit_code": report["exit_code"],
+    }
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def _change(current: str | None, baseline: str | None) -> str:
+    if current is None or baseline is None:
+        return "new" if baseline is None else "removed"
+    if current == baseline:
+        return "same"
+    return "regression" if SEVERITY[current] > SEVERITY[baseline] else "improvement"
+
+
+def compare_slice(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> dict[str, Any]:
+    some = cur or base
+    assert some is not None
+
+    def get(s: dict[str, Any] | None, key: str) -> Any:
+        return None if s is None else s[key]
+
+    return {
+        "slice": some["slice"],
+        "cache_induced_failures": get(cur, "cache_induced_failures"),
+        "control_passes": get(cur, "control_passes"),
+        "baseline_cache_induced_failures": get(base, "cache_induced_failures"),
+        "baseline_control_passes": get(base, "control_passes"),
+        "cfr": get(cur, "cfr"),
+        "baseline_cfr": get(base, "cfr"),
+        "cfr_delta": _delta(get(cur, "cfr"), get(base, "cfr")),
+        "cfr_upper": get(cur, "cfr_upper"),
+        "baseline_cfr_upper": get(base, "cfr_upper"),
+        "cfr_upper_delta": _delta(get(cur, "cfr_upper"), get(base, "cfr_upper")),
+        "decision": get(cur, "decision"),
+        "baseline_decision": get(base, "decision"),
+        "change": _change(get(cur, "decision"), get(base, "decision")),
+    }
+
+
+def compare_arm(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> dict[str, Any]:
+    some = cur or base
+    assert some is not None
+    cur_slices = {s["slice"]: s for s in (cur or {}).get("slices", [])}
+    base_slices = {s["slice"]: s for s in (base or {}).get("slices", [])}
+    names = list(cur_slices) + [n for n in base_slices if n not in cur_slices]
+    return {
+        "arm": some["arm"],
+        "kind": some["kind"],
+        "spec_changed": None if cur is None or base is None else cur["spec"] != base["spec"],
+        "decision": None if cur is None else cur["decision"],
+        "baseline_decision": None if base is None else base["decision"],
+        "change": _change(
+            None if cur is None else cur["decision"], None if base is None else base["decision"]
+        ),
+        "slices": [compare_slice(cur_slices.get(n), base_slices.get(n)) for n in names],
+    }
+
+
+def compare_reports(current: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """`current` against `baseline`: per arm (matched by name) and slice, deltas are current − baseline."""
+    cur_arms = {a["arm"]: a for a in current["arms"]}
+    base_arms = {a["arm"]: a for a in baseline["arms"]}
+    names = list(cur_arms) + [n for n in base_arms if n not in cur_arms]
+    arms = [compare_arm(cur_arms.get(n), base_arms.get(n)) for n in names]
+    differs = [k for k in RUN_KEYS if current["run"].get(k) != baseline["run"].get(k)]
+    regressions = [
+        {"arm": a["arm"], "slice": s["slice"], "from": s["baseline_decision"], "to": s["decision"]}
+        for a in arms
+        for s in a["slices"]
+        if s["change"] == "regression"
+    ]
+    return {
+        "current": _run(current),
+        "baseline": _run(baseline),
+        "differs": [k.replace("_sha256", "") for k in differs],
+        "decision_change": _change(current["decision"], baseline["decision"]),
+        "regressions": regressions,
+        "arms": arms,
+    }

@@ -1,0 +1,115 @@
+"""Rendering of a run comparison (the report's `compare` block) for the terminal, Markdown and HTML.
+
+Shown per arm: the `all` slice, and every slice whose counts or decision changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from kvgate.report.text import pct
+
+HEADERS = ("arm", "slice", "fail/pass", "CFR", "ΔCFR", "upper", "decision", "change")
+CHANGE_STYLE = {
+    "regression": "bold red",
+    "improvement": "green",
+    "new": "cyan",
+    "removed": "cyan",
+    "same": "",
+}
+
+
+def _counts(k: int | None, n: int | None) -> str:
+    return "—" if k is None or n is None else f"{k}/{n}"
+
+
+def _signed(delta: float | None) -> str:
+    return "—" if delta is None else f"{100 * delta:+.1f} pp"
+
+
+def _arrow(before: str, after: str) -> str:
+    return after if before == after else f"{before} → {after}"
+
+
+def shown_slices(arm: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        s
+        for s in arm["slices"]
+        if s["slice"] == "all"
+        or s["change"] != "same"
+        or (s["cache_induced_failures"], s["control_passes"])
+        != (s["baseline_cache_induced_failures"], s["baseline_control_passes"])
+    ]
+
+
+def arm_label(arm: dict[str, Any]) -> str:
+    return arm["arm"] + (" (spec changed)" if arm["spec_changed"] else "")
+
+
+def cells(s: dict[str, Any]) -> list[str]:
+    """slice, fail/pass, CFR, ΔCFR, upper, decision, change: baseline → current where they differ."""
+    return [
+        s["slice"],
+        _arrow(
+            _counts(s["baseline_cache_induced_failures"], s["baseline_control_passes"]),
+            _counts(s["cache_induced_failures"], s["control_passes"]),
+        ),
+        _arrow(pct(s["baseline_cfr"]), pct(s["cfr"])),
+        _signed(s["cfr_delta"]),
+        _arrow(pct(s["baseline_cfr_upper"]), pct(s["cfr_upper"])),
+        _arrow(s["baseline_decision"] or "—", s["decision"] or "—"),
+        s["change"],
+    ]
+
+
+def rows(compare: dict[str, Any]) -> list[list[str]]:
+    return [[arm_label(arm), *cells(s)] for arm in compare["arms"] for s in shown_slices(arm)]
+
+
+def headline(compare: dict[str, Any]) -> str:
+    cur, base = compare["current"], compare["baseline"]
+    text = (
+        f"compared with run {base['run_id']}: gate {base['decision']} → {cur['decision']} "
+        f"({compare['decision_change']}); {len(compare['regressions'])} slice regressions"
+    )
+    if compare["differs"]:
+        text += "; the runs differ in " + ", ".join(compare["differs"])
+    return text
+
+
+def render_compare_terminal(compare: dict[str, Any], console: Console) -> None:
+    console.print(Text(headline(compare), style="bold"))
+    for arm in compare["arms"]:
+        decision = _arrow(arm["baseline_decision"] or "—", arm["decision"] or "—")
+        table = Table(
+            title=f"{arm_label(arm)}: {decision} ({arm['change']})",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for i, header in enumerate(HEADERS[1:]):
+            table.add_column(
+                header, justify="right" if 1 <= i <= 4 else "left", no_wrap=i > 0, overflow="fold"
+            )
+        for s in shown_slices(arm):
+            row = cells(s)
+            table.add_row(*row[:-1], Text(row[-1], style=CHANGE_STYLE.get(row[-1], "")))
+        console.print(table)
+
+
+def compare_markdown(compare: dict[str, Any]) -> list[str]:
+    from kvgate.report.markdown import table
+
+    lines = [f"### Comparison: {headline(compare)}", ""]
+    body = [
+        [f"`{r[0]}`", f"`{r[1]}`", *r[2:-1], f"**{r[-1]}**" if r[-1] == "regression" else r[-1]]
+        for r in rows(compare)
+    ]
+    lines += table(list(HEADERS), body, right={2, 3, 4, 5})
+    lines.append("")
+    return lines

@@ -1,0 +1,146 @@
+"""The HTML report's plots, drawn with matplotlib and returned as inline SVG text.
+
+Each reads only the report JSON: CFR with its upper bound against τ per slice, CFR against context
+length, and where outputs first diverge from the control. SVGs are deterministic (fixed hash salt, no
+date) and self-contained (glyphs as paths), so a report renders the same anywhere, offline.
+"""
+
+from __future__ import annotations
+
+import io
+from itertools import pairwise
+from typing import Any
+
+from kvgate.errors import BadInput
+
+COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "error": "#8e24aa"}
+SERIES = ["#1565c0", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#37474f"]
+RC: Any = {"svg.hashsalt": "kvgate", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
+      "axes.spines.right": False}  # fmt: skip
+
+
+def _figure(width: float, height: float) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise BadInput("the HTML report needs matplotlib: pip install 'kvgate[report]'") from None
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _percent() -> Any:
+    from matplotlib.ticker import PercentFormatter
+
+    return PercentFormatter(1.0)
+
+
+def _svg(fig: Any) -> str:
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context(RC):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg") :].strip()
+
+
+def cfr_by_slice(arm: dict[str, Any]) -> str:
+    """Per slice: CFR (dot) to its one-sided upper bound (bar), τ (tick), coloured by decision."""
+    import matplotlib
+
+    slices = arm["slices"]
+    with matplotlib.rc_context(RC):
+        fig = _figure(7.5, 0.8 + 0.28 * len(slices))
+        ax = fig.add_subplot()
+        top = max([0.05] + [s["cfr_upper"] or 0.0 for s in slices] + [s["tau"] for s in slices])
+        for y, s in enumerate(slices):
+            colour = COLOURS.get(s["decision"], "#555555")
+            ax.plot([s["tau"]] * 2, [y - 0.35, y + 0.35], color="#222222", linewidth=1.5)
+            if s["cfr"] is None:
+                ax.text(0, y, " n = 0: no evidence", va="center", fontsize=8, color="#555555")
+                continue
+            ax.plot(
+                [s["cfr"], s["cfr_upper"]],
+                [y, y],
+                color=colour,
+                linewidth=4,
+                alpha=0.45,
+                solid_capstyle="butt",
+            )
+            ax.plot([s["cfr"]], [y], "o", color=colour, markersize=5)
+        ax.set_yticks(range(len(slices)), [s["slice"] for s in slices])
+        ax.invert_yaxis()
+        ax.set_xlim(0, min(1.0, top * 1.1))
+        ax.xaxis.set_major_formatter(_percent())
+        ax.set_xlabel("CFR (dot) and its one-sided upper bound (bar); black tick: τ")
+        ax.grid(axis="x", alpha=0.3)
+        return _svg(fig)
+
+
+def cfr_by_context(report: dict[str, Any]) -> str | None:
+    """CFR against median prompt length per context bucket, one line per arm, bands to the upper bound."""
+    import matplotlib
+
+    arms = [
+        a for a in report["arms"] if any(p["cfr"] is not None and p["prompt_tokens"] for p in a["by_context"])
+    ]
+    if not arms:
+        return None
+    with matplotlib.rc_context(RC):
+        fig = _figure(7.5, 3.4)
+        ax = fig.add_subplot()
+        for i, arm in enumerate(arms):
+            points = [p for p in arm["by_context"] if p["cfr"] is not None and p["prompt_tokens"]]
+            x = [p["prompt_tokens"] for p in points]
+            colour = SERIES[i % len(SERIES)]
+            ax.plot(x, [p["cfr"] for p in points], "o-", color=colour, label=arm["arm"])
+            ax.fill_between(
+                x, [p["cfr"] for p in points], [p["cfr_upper"] for p in points], color=colour, alpha=0.07
+            )
+        ax.axhline(report["policy"]["tau"], color="#222222", linestyle="--", linewidth=1, label="τ")
+        ax.set_xscale("log", base=2)
+        ticks = {p["prompt_tokens"]: p["bucket"] for a in arms for p in a["by_context"] if p["prompt_tokens"]}
+        ax.set_xticks(sorted(ticks), [f"{ticks[t]}\n({t:g})" for t in sorted(ticks)])
+        ax.minorticks_off()
+        ax.yaxis.set_major_formatter(_percent())
+        ax.set_xlabel("context bucket (median prompt tokens)")
+        ax.set_ylabel("CFR (band: to the upper bound)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, frameon=False)
+        return _svg(fig)
+
+
+def divergence(report: dict[str, Any]) -> str | None:
+    """Histograms of the first output token where each arm leaves the control, by candidate verdict."""
+    import matplotlib
+
+    arms = [a for a in report["arms"] if a["divergence"]["diverged"]]
+    if not arms:
+        return None
+    with matplotlib.rc_context(RC):
+        fig = _figure(7.5, 0.6 + 1.5 * len(arms))
+        axes = fig.subplots(len(arms), 1, squeeze=False)[:, 0]
+        for ax, arm in zip(axes, arms, strict=True):
+            d = arm["divergence"]
+            edges = d["bin_edges"]
+            left, widths = edges[:-1], [b - a for a, b in pairwise(edges)]
+            ax.bar(
+                left, d["failed"], width=widths, align="edge", color=COLOURS["fail"], label="candidate failed"
+            )
+            ax.bar(
+                left,
+                d["passed"],
+                width=widths,
+                align="edge",
+                bottom=d["failed"],
+                color="#90a4ae",
+                label="still passed",
+            )
+            ax.set_title(
+                f"{arm['arm']}: {d['diverged']}/{d['n_pairs']} outputs diverge", fontsize=9, loc="left"
+            )
+            ax.set_ylabel("pairs")
+            ax.grid(axis="y", alpha=0.3)
+        axes[0].legend(fontsize=8, frameon=False)
+        axes[-1].set_xlabel("first output token where the candidate leaves the control's output")
+        return _svg(fig)

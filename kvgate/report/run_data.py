@@ -1,0 +1,301 @@
+"""A run's stored rows as dense per-case arrays: what the report's statistics are computed from.
+
+Everything is indexed by the run's case position (0 … n_cases−1, workload order). Loading is vectorised
+through pyarrow and numpy (one hash join of case ids, then scatters), so a million result rows load in
+well under a second; no Python loop runs per row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kvgate.errors import BadInput
+from kvgate.runner.store import RESULT_SCHEMA, part_paths
+from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
+
+RESULT_COLUMNS = [
+    "case_id", "arm", "replicate", "attempt", "passed", "fail_kind", "n_cached_tokens",
+    "mean_logprob", "first_divergence", "n_prompt_tokens",
+]  # fmt: skip
+"""What the report reads of each result part; output texts and token ids are never loaded."""
+
+
+@dataclass(frozen=True)
+class CaseTable:
+    """The run's cases in workload order: ids, the critical flag, prompt length and slice labels."""
+
+    case_ids: pa.Array
+    critical: np.ndarray
+    n_prompt_tokens: np.ndarray
+    """int64, −1 where unknown."""
+    slice_columns: tuple[str, ...]
+    labels: dict[str, tuple[np.ndarray, list[str]]]
+    """column → (per-case code into the value list, −1 where null; the distinct values)."""
+
+    @property
+    def n(self) -> int:
+        return len(self.case_ids)
+
+
+@dataclass(frozen=True)
+class ArmRows:
+    """One (arm, replicate, first attempt) over the run's cases; absent cases have present = False."""
+
+    present: np.ndarray
+    passed: np.ndarray
+    error: np.ndarray
+    mean_logprob: np.ndarray
+    """float64, NaN where unknown."""
+    first_divergence: np.ndarray
+    """int64, −1 where the output equals the control's or is unknown."""
+    n_prompt_tokens: np.ndarray
+
+    @property
+    def usable(self) -> np.ndarray:
+        """Present and not an engine error: a verdict the statistics may use."""
+        return self.present & ~self.error
+
+
+@dataclass(frozen=True)
+class Reruns:
+    """Per case: how many confirm-reruns gave a verdict (no engine error), and how many of those passed."""
+
+    valid: np.ndarray
+    passes: np.ndarray
+
+
+def _numpy(column: pa.ChunkedArray | pa.Array, fill: Any, dtype: Any) -> np.ndarray:
+    return np.asarray(pc.fill_null(column, fill).to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def selected_positions(n_workload: int, limit: int | None) -> np.ndarray:
+    """Workload positions a run with `--limit` used: `limit` cases spread evenly (as the runner picks them;
+    the manifest's case-id hash catches any drift)."""
+    if limit is None or limit >= n_workload:
+        return np.arange(n_workload)
+    step = n_workload / limit
+    return (np.arange(limit) * step).astype(np.int64)
+
+
+def joined_lines(strings: pa.Array) -> bytes:
+    """The UTF-8 bytes of "\\n".join(strings), built from the Arrow buffers without Python strings."""
+    strings = strings.cast(pa.large_string())
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[
+        strings.offset : strings.offset + len(strings) + 1
+    ]
+    data = np.frombuffer(strings.buffers()[2] or b"", dtype=np.uint8)
+    body = data[offsets[0] : offsets[-1]]
+    return np.insert(body, offsets[1:-1] - offsets[0], ord("\n")).tobytes()
+
+
+def read_cases(manifest: dict[str, Any]) -> CaseTable:
+    """The run's cases from the workload its manifest names, checked against the manifest's hashes.
+
+    The workload's stored content hash must equal the run's, and the selected case ids must hash to
+    the manifest's `case_ids`. Rows are not re-hashed here (a frozen workload's rows are verified when it
+    is run and by `kvgate freeze --check`); that keeps reports of large runs fast.
+    """
+    path = manifest.get("workload_path")
+    if not path:
+        raise BadInput(f"run {manifest.get('run_id')}: the manifest names no workload")
+    try:
+        parquet = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise BadInput(f"workload {path} (named by run {manifest['run_id']}) does not exist") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInput(f"workload {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
+    raw = (parquet.schema_arrow.metadata or {}).get(META_KEY)
+    try:
+        meta = json.loads(raw) if raw is not None else None
+    except json.JSONDecodeError:
+        meta = None
+    if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
+        raise BadInput(f"workload {path} is not a kvgate workload of schema_version {SCHEMA_VERSION}")
+    if meta.get("content_sha256") != manifest["workload_sha256"]:
+        raise BadInput(f"workload {path} changed since run {manifest['run_id']}")
+    slice_columns = tuple(meta.get("slice_columns", ()))
+    columns = ["case_id", "critical", "n_prompt_tokens", *(c for c in slice_columns if c != "task"), "task"]
+    try:
+        table = parquet.read(columns=list(dict.fromkeys(columns)))
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        raise BadInput(f"workload {path} lacks a column: {str(exc).splitlines()[0]}") from None
+    positions = selected_positions(table.num_rows, manifest.get("limit"))
+    if len(positions) != table.num_rows:
+        table = table.take(pa.array(positions))
+    ids = table["case_id"].combine_chunks()
+    if ids.null_count:
+        raise BadInput(f"workload {path} has a case without a case_id")
+    digest = hashlib.sha256(joined_lines(ids)).hexdigest()
+    if digest != manifest.get("case_ids"):
+        raise BadInput(f"workload {path}: the cases selected do not match run {manifest['run_id']}")
+    labels = {}
+    for col in slice_columns:
+        encoded = pc.dictionary_encode(table[col].combine_chunks())
+        codes = _numpy(encoded.indices, -1, np.int64)
+        labels[col] = (codes, [str(v) for v in encoded.dictionary.to_pylist()])
+    return CaseTable(
+        case_ids=ids,
+        critical=_numpy(table["critical"], False, bool),
+        n_prompt_tokens=_numpy(table["n_prompt_tokens"], -1, np.int64),
+        slice_columns=slice_columns,
+        labels=labels,
+    )
+
+
+NUMERIC = {  # column → (fill for null, dtype)
+    "replicate": (0, np.int64),
+    "attempt": (0, np.int64),
+    "passed": (False, bool),
+    "n_cached_tokens": (0, np.int64),
+    "mean_logprob": (np.nan, np.float64),
+    "first_divergence": (-1, np.int64),
+    "n_prompt_tokens": (-1, np.int64),
+}
+DICTIONARY_COLUMNS = ("arm", "fail_kind")
+"""Few distinct values: read dictionary-encoded, never materialised as a million strings."""
+_EXPECTED = pa.schema(
+    [
+        f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in DICTIONARY_COLUMNS else f
+        for f in RESULT_SCHEMA
+    ]
+)
+
+
+def read_part(path: Path, arm_names: list[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """One result part: the columns the report needs (their page checksums verified), the arm of each
+    row (index into `arm_names`) and whether it is an engine error. A corrupt or foreign part, or rows
+    of an arm outside the manifest, is a BadInput naming the part."""
+    try:
+        with pq.ParquetFile(
+            path, page_checksum_verification=True, read_dictionary=DICTIONARY_COLUMNS
+        ) as part:
+            if not part.schema_arrow.equals(_EXPECTED, check_metadata=False):
+                raise BadInput(f"result part {path} does not have the result schema")
+            table = part.read(columns=RESULT_COLUMNS, use_threads=False)
+    except (OSError, pa.ArrowException) as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        raise BadInput(
+            f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
+        ) from None
+    arm = table["arm"].combine_chunks()
+    names = [str(a) for a in arm.dictionary.to_pylist()]
+    unknown = sorted(set(names) - set(arm_names))
+    if unknown:
+        raise BadInput(f"result part {path} has rows of arm {unknown[0]!r}, which the manifest does not name")
+    remap = np.array([arm_names.index(a) for a in names] or [0], dtype=np.int64)
+    kinds = table["fail_kind"].combine_chunks()
+    error_kind = np.array([k == "engine_error" for k in kinds.dictionary.to_pylist()] + [False])
+    error = error_kind[_numpy(kinds.indices, -1, np.int64)]
+    return table.drop_columns(list(DICTIONARY_COLUMNS)), remap[_numpy(arm.indices, 0, np.int64)], error
+
+
+def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.ndarray:
+    """Each row's case position; a case outside the run is a BadInput.
+
+    A chunk (one part) that holds consecutive cases in workload order, as runs write them, is placed by
+    looking up its first case only and comparing the rest in one vectorised pass; other chunks go through
+    one hash join.
+    """
+    chunks = [c for c in case_ids.chunks if len(c)]
+    firsts = pc.index_in(pa.array([c[0].as_py() for c in chunks], type=pa.string()), value_set=cases.case_ids)
+    out, rest, start = np.empty(len(case_ids), dtype=np.int64), [], 0
+    for chunk, first in zip(chunks, firsts.to_pylist(), strict=True):
+        stop = start + len(chunk)
+        if (
+            first is not None
+            and first + len(chunk) <= cases.n
+            and pc.all(pc.equal(chunk, cases.case_ids.slice(first, len(chunk)))).as_py()
+        ):
+            out[start:stop] = np.arange(first, first + len(chunk))
+        else:
+            rest.append((start, chunk))
+        start = stop
+    if rest:
+        others = pa.chunked_array([c for _, c in rest], type=pa.string())
+        index = pc.index_in(others, value_set=cases.case_ids)
+        if index.null_count:
+            stray = pc.filter(others, pc.is_null(index))[0].as_py()
+            raise BadInput(f"{run_dir}: result rows for case {stray!r}, which is not in the run's workload")
+        found, offset = _numpy(index, -1, np.int64), 0
+        for start, chunk in rest:
+            out[start : start + len(chunk)] = found[offset : offset + len(chunk)]
+            offset += len(chunk)
+    return out
+
+
+class RunRows:
+    """Every stored result row of a run, joined to case positions; dense views per arm on demand.
+
+    Parts are read in parallel threads (pyarrow releases the GIL), each with only the columns needed;
+    case ids are then joined to positions in one hash lookup.
+    """
+
+    def __init__(self, run_dir: Path, cases: CaseTable, arm_names: list[str]) -> None:
+        paths = part_paths(run_dir)
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(lambda p: read_part(p, arm_names), paths))
+        schema = pa.schema(
+            [f for f in RESULT_SCHEMA if f.name in RESULT_COLUMNS and f.name not in DICTIONARY_COLUMNS]
+        )
+        table = pa.concat_tables([t for t, _, _ in parts]) if parts else schema.empty_table()
+        self.n = cases.n
+        self.arm_names = arm_names
+        self.run_dir = run_dir
+        self.case = positions(table["case_id"], cases, run_dir)
+        self.arm = np.concatenate([a for _, a, _ in parts]) if parts else np.zeros(0, np.int64)
+        self.error = np.concatenate([e for _, _, e in parts]) if parts else np.zeros(0, bool)
+        cols = {c: _numpy(table[c], fill, dtype) for c, (fill, dtype) in NUMERIC.items()}
+        self.replicate, self.attempt, self.passed = cols["replicate"], cols["attempt"], cols["passed"]
+        self.cached, self.mean_logprob = cols["n_cached_tokens"], cols["mean_logprob"]
+        self.first_divergence, self.n_prompt_tokens = cols["first_divergence"], cols["n_prompt_tokens"]
+
+    def _of(self, arm: str) -> np.ndarray:
+        return self.arm == self.arm_names.index(arm)
+
+    def arm_rows(self, arm: str, replicate: int = 0) -> ArmRows:
+        """The first attempt of `arm`'s `replicate` over every case; a case stored twice is an error."""
+        sel = self._of(arm) & (self.replicate == replicate) & (self.attempt == 0)
+        idx = self.case[sel]
+        counts = np.bincount(idx, minlength=self.n)
+        if np.any(counts > 1):
+            raise BadInput(f"{self.run_dir}: arm {arm!r} replicate {replicate} stores a case twice")
+        present = counts == 1
+
+        def dense(values: np.ndarray, fill: Any) -> np.ndarray:
+            out = np.full(self.n, fill, dtype=values.dtype)
+            out[idx] = values[sel]
+            return out
+
+        return ArmRows(
+            present=present,
+            passed=dense(self.passed, False),
+            error=dense(self.error, False),
+            mean_logprob=dense(self.mean_logprob, np.nan),
+            first_divergence=dense(self.first_divergence, -1),
+            n_prompt_tokens=dense(self.n_prompt_tokens, -1),
+        )
+
+    def has_replicate(self, arm: str, replicate: int) -> bool:
+        return bool(np.any(self._of(arm) & (self.replicate == replicate)))
+
+    def reruns(self, arm: str) -> Reruns:
+        sel = self._of(arm) & (self.attempt > 0) & ~self.error
+        valid = np.bincount(self.case[sel], minlength=self.n)
+        passes = np.bincount(self.case[sel & self.passed], minlength=self.n)
+        return Reruns(valid=valid, passes=passes)
+
+    def cache_hits(self, arm: str) -> tuple[int, int]:
+        """(rows of `arm` that reported cached tokens, rows of `arm`)."""
+        mine = self._of(arm)
+        return int(np.count_nonzero(mine & (self.cached > 0))), int(np.count_nonzero(mine))

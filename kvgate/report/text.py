@@ -1,0 +1,165 @@
+"""Wording shared by every renderer: numbers, decisions and the one-line summaries of a report's parts.
+
+Each function reads only the report JSON (a dict), so the terminal, Markdown and HTML say the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DECISION_MARK = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "🛑"}
+SLICE_COLUMNS = (
+    "slice",
+    "fail/pass",
+    "CFR",
+    "upper",
+    "τ",
+    "both✗",
+    "cand✓",
+    "total✗",
+    "A/A✗",
+    "McNemar",
+    "decision",
+)
+LEGEND = (
+    "fail/pass: cache-induced failures / control passes · upper: one-sided bound of CFR · "
+    "both✗: both arms fail (left out) · cand✓: only the candidate passes · total✗: candidate failure rate · "
+    "A/A✗: control verdicts its replicate flips · ★ gated slice · ⚑ critical slice"
+)
+
+
+def pct(value: float | None) -> str:
+    """A rate as a percentage; "—" when there is no evidence (never 0.0 for an empty slice)."""
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def pval(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def slice_marks(s: dict[str, Any]) -> str:
+    return ("★" if s["gated"] else "") + ("⚑" if s["critical"] else "")
+
+
+def slice_label(s: dict[str, Any]) -> str:
+    marks = slice_marks(s)
+    return f"{s['slice']} {marks}" if marks else s["slice"]
+
+
+def slice_cells(s: dict[str, Any], holm: bool) -> list[str]:
+    """The cells of one slice row, in SLICE_COLUMNS order, decision last (uncoloured)."""
+    mcnemar = s.get("mcnemar_p_holm") if holm else s["mcnemar_p"]
+    return [
+        slice_label(s),
+        f"{s['cache_induced_failures']}/{s['control_passes']}",
+        pct(s["cfr"]),
+        pct(s["cfr_upper"]),
+        pct(s["tau"]),
+        str(s["both_fail"]),
+        str(s["candidate_only_passes"]),
+        pct(s["total_failure_rate"]),
+        pct(s["aa_flip_rate"]),
+        pval(mcnemar),
+        s["decision"].upper(),
+    ]
+
+
+def run_line(report: dict[str, Any]) -> str:
+    run = report["run"]
+    model = (run.get("model") or {}).get("name", "?")
+    engine = (run.get("engine") or {}).get("engine", "?")
+    created = f" · created {run['created_at']}" if run.get("created_at") else ""
+    return f"run {run['run_id']} · model {model} · engine {engine} · {run['n_cases']} cases{created}"
+
+
+def policy_line(report: dict[str, Any]) -> str:
+    p = report["policy"]
+    parts = [
+        f"τ={pct(p['tau'])}",
+        f"rule={p['rule']}",
+        f"confidence={pct(p['confidence'])}",
+        f"min_control_passes={p['min_control_passes']}",
+    ]
+    if p["holm"]:
+        parts.append("Holm-corrected across slices")
+    if p["critical"]:
+        parts.append("critical: " + ", ".join(p["critical"]))
+    if p["slice_tau"]:
+        parts.append("slice τ: " + ", ".join(f"{k} → {pct(v)}" for k, v in sorted(p["slice_tau"].items())))
+    return "policy: " + " · ".join(parts) + f" (sha256 {p['sha256'][:12]})"
+
+
+def control_line(report: dict[str, Any]) -> str:
+    c = report["control"]
+    text = f"control {c['arm']}: {c['passes']}/{c['n']} cases pass"
+    if c["engine_errors"]:
+        text += f" · {c['engine_errors']} engine errors"
+    return text
+
+
+def noise_line(report: dict[str, Any]) -> str:
+    floor = report["noise_floor"]
+    if floor is None:
+        return "A/A noise floor: not measured (the matrix has no A/A replicate)"
+    return (
+        f"A/A noise floor: {floor['flips']}/{floor['n_pairs']} verdict flips ({pct(floor['flip_rate'])}) · "
+        f"A/A CFR {floor['replicate_failures']}/{floor['control_passes']} "
+        f"(upper {pct(floor['aa_cfr_upper'])}) · "
+        f"{floor['token_divergences']} token divergences"
+    )
+
+
+def arm_title(arm: dict[str, Any]) -> str:
+    lossless = " · lossless: any candidate-only failure is a defect" if arm["lossless"] else ""
+    return f"{arm['arm']} ({arm['kind']}){lossless}"
+
+
+def arm_details(arm: dict[str, Any]) -> list[str]:
+    """Short lines under an arm's table: errors, re-runs, confidence, divergence, attribution."""
+    lines = []
+    if arm["engine_errors"] or arm["missing_pairs"]:
+        lines.append(
+            f"{arm['engine_errors']} engine errors and {arm['missing_pairs']} missing pairs "
+            "(left out of every count, never counted as failures)"
+        )
+    if arm["confirm_reruns"]:
+        lines.append(
+            f"re-runs ×{arm['confirm_reruns']}: {arm['reproducible_failures']} reproducible, "
+            f"{arm['flaky_failures']} flaky, {arm['unconfirmed_failures']} unconfirmed"
+        )
+    n = arm["confidence_auc_n"]
+    auc = "—" if arm["confidence_auc"] is None else f"{arm['confidence_auc']:.2f}"
+    lines.append(
+        f"confidence AUC {auc} (mean token logprob predicting the candidate's {n['failures']} failures "
+        f"among {n['failures'] + n['passes']})"
+    )
+    d = arm["divergence"]
+    median = "" if d["median"] is None else f", median first divergent token {d['median']:g}"
+    lines.append(
+        f"outputs diverge from the control in {d['diverged']}/{d['n_pairs']} pairs{median}; "
+        f"{d['diverged_and_failed']} of those fail"
+    )
+    attribution = attribution_line(arm)
+    if attribution:
+        lines.append(attribution)
+    return lines
+
+
+def attribution_line(arm: dict[str, Any]) -> str | None:
+    a = arm["attribution"]
+    if a is None:
+        return None
+    if a["classes"] is None:
+        return f"attribution: not possible, parts not run as arms: {', '.join(a['missing_parts'])}"
+    order = [p["kind"] for p in a["parts"]] + ["both", "several", "interaction", "unattributed"]
+    classes = " · ".join(f"{name} {a['classes'][name]}" for name in order if name in a["classes"])
+    parts = " + ".join(f"{p['arm']} ({p['kind']})" for p in a["parts"])
+    return f"attribution of {a['failures']} cache-induced failures to {parts}: {classes}"
+
+
+def verdict_line(arm: dict[str, Any]) -> str:
+    return f"{arm['arm']}: {arm['decision'].upper()} — {arm['reason']}"
+
+
+def gate_line(report: dict[str, Any]) -> str:
+    return f"gate: {report['decision'].upper()} (exit {report['exit_code']})"

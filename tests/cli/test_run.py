@@ -1,0 +1,73 @@
+"""`kvgate run` on the command line: progress per arm on stderr, the report on stdout, `--json` and
+`--quiet` for CI, and the gate's exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from kvgate.cli import cli
+from kvgate.cli.run import stdout_to_stderr
+
+PLANTED = (
+    '[matrix]\ncontrol = "full"\ncandidates = ["streaming-50", "fp8-e4m3"]\n'
+    "[faults.fp8-e4m3]\nwrong_answer_rate = 0.5\n"
+)
+
+
+def _run(*args: object) -> Result:
+    return CliRunner().invoke(cli, ["run", "--engine", "fake", *map(str, args)])
+
+
+def test_defaults_freeze_the_smoke_suite_and_show_progress_per_arm(tmp_path: Path) -> None:
+    result = _run("-o", tmp_path / "runs")
+    assert result.exit_code == 3, result.output  # 24 cases: too few control passes to decide
+    assert (tmp_path / "runs" / "workloads" / "smoke.words.parquet").exists()
+    bars = [line for line in result.stderr.splitlines() if "cases/s" in line]
+    assert [line.split()[0] for line in bars] == ["full", "full", "streaming-50", "fp8-e4m3"]
+    assert "(A/A replicate 1)" in bars[1] and all("24/24" in b and "ETA" in b for b in bars)
+    assert "results: " in result.stderr
+    assert "gate: INCONCLUSIVE (exit 3)" in result.stdout
+
+
+def test_json_prints_only_the_report(smoke_workload: Path, tmp_path: Path) -> None:
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(PLANTED)
+    result = _run("-w", smoke_workload, "-m", matrix, "-o", tmp_path / "runs", "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["exit_code"] == 1 and report["decision"] == "fail"
+    assert result.stderr == ""
+
+
+def test_quiet_prints_nothing_and_exits_with_the_gate(smoke_workload: Path, tmp_path: Path) -> None:
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(PLANTED)
+    result = _run("-w", smoke_workload, "-m", matrix, "-o", tmp_path / "runs", "--quiet")
+    assert result.exit_code == 1
+    assert result.stdout == "" and result.stderr == ""
+
+
+def test_resumed_bars_start_from_the_stored_rows(smoke_workload: Path, tmp_path: Path) -> None:
+    assert _run("-w", smoke_workload, "-o", tmp_path / "runs", "--quiet").exit_code == 3
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir()]
+    result = _run("--resume", run_dir)
+    assert result.exit_code == 3
+    bars = [line for line in result.stderr.splitlines() if "24/24" in line]
+    assert len(bars) == 4
+    assert all("— ETA" in b for b in bars)  # already complete: nothing generated, so no rate
+
+
+def test_stdout_to_stderr_catches_native_writes(capfd: pytest.CaptureFixture[str]) -> None:
+    with stdout_to_stderr():
+        print("from python")
+        os.write(sys.stdout.fileno(), b"from native code\n")
+    print("after")
+    out, err = capfd.readouterr()
+    assert out == "after\n"
+    assert "from python" in err and "from native code" in err

@@ -1,0 +1,232 @@
+"""`kvgate report` through the CLI: formats, the policy-changed path, empty slices, Holm, comparisons,
+error paths and the variants of the fixed run that must not pass."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from report_fixed_run import POLICY, make_fixed_run, row
+
+from kvgate.cli import cli
+from kvgate.runner.store import write_part
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["report", *args])
+
+
+def as_json(result: Result) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_policy_change_without_a_reason_is_refused(fixed_run: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "looser.toml"
+    policy.write_text(POLICY.replace("tau = 0.1", "tau = 0.3"))
+    result = invoke(str(fixed_run), "--policy", str(policy))
+    assert result.exit_code == 2
+    assert "pass --policy-changed-reason TEXT" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    same = tmp_path / "same.toml"
+    same.write_text(POLICY)
+    assert invoke(str(fixed_run), "--policy", str(same), "--format", "json").exit_code == 1
+
+
+def test_policy_change_with_a_reason_is_gated_and_the_reason_printed(fixed_run: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "looser.toml"
+    policy.write_text("tau = 0.3\nconfidence = 0.9\nmin_control_passes = 10\n")
+    reason = "review board accepted 30% for this launch"
+    table = invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", reason)
+    assert f"policy changed after the run: {reason}" in table.output
+    result = invoke(
+        str(fixed_run), "--policy", str(policy), "--policy-changed-reason", reason, "--format", "json"
+    )
+    data = as_json(result)
+    assert data["policy"]["changed_reason"] == reason
+    assert data["policy"]["tau"] == 0.3 and data["policy"]["sha256"] != data["policy"]["declared_sha256"]
+    assert f"policy changed after the run: {reason}" in result.stderr
+    # τ = 30% passes fp8; snapkv still fails on the cases the workload itself marks critical
+    assert data["arms"][1]["decision"] == "pass"
+    assert (data["arms"][0]["decision"], data["arms"][0]["reason"]) == ("fail", "slice critical failed")
+    md = invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", reason, "--format", "md")
+    assert f"**policy changed after the run:** {reason}" in md.stdout
+
+
+def test_an_empty_slice_is_never_zero(fixed_run: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "missing.toml"
+    policy.write_text(
+        POLICY.replace('critical = ["task=passkey"]', 'critical = ["task=passkey", "task=summary"]')
+        + '"ctx_bucket=64k" = 0.3\n'
+    )
+    args = [str(fixed_run), "--policy", str(policy), "--policy-changed-reason", "add slices"]
+    data = as_json(invoke(*args, "--format", "json"))
+    for arm in data["arms"]:
+        empty = next(s for s in arm["slices"] if s["slice"] == "task=summary")
+        assert (empty["n_pairs"], empty["control_passes"]) == (0, 0)
+        assert empty["cfr"] is None and empty["cfr_upper"] is None and empty["cfr_lower"] is None
+        assert empty["total_failure_rate"] is None and empty["aa_flip_rate"] is None
+        assert empty["decision"] == "inconclusive" and empty["gated"]
+        assert all(s["slice"] != "ctx_bucket=64k" for s in arm["slices"])
+    assert any("'ctx_bucket=64k' matches no case" in note for note in data["notes"])
+    assert data["arms"][3]["decision"] == "inconclusive"  # offload passed before; its critical slice is empty
+    table = invoke(*args).output
+    line = next(x for x in table.splitlines() if x.startswith(" task=summary"))
+    assert "0/0" in line and "—" in line and not re.search(r"(?<![\d.])0\.0%", line)
+    md = invoke(*args, "--format", "md").stdout
+    assert next(x for x in md.splitlines() if "`task=summary`" in x).count("| — |") >= 3
+
+
+def test_unknown_slice_column_in_the_policy_is_bad_input(fixed_run: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "typo.toml"
+    policy.write_text('critical = ["tsak=passkey"]\n')
+    result = invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", "x")
+    assert result.exit_code == 2
+    assert "unknown slice column in the policy 'tsak'; did you mean 'task'?" in result.output
+
+
+def test_holm_correction_when_the_policy_asks(fixed_run: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "holm.toml"
+    policy.write_text(POLICY.replace("holm = false", "holm = true"))
+    data = as_json(
+        invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", "holm", "--format", "json")
+    )
+    slices = data["arms"][0]["slices"]
+    raw = [s["exceed_p"] for s in slices]
+    m = len(raw)
+    order = sorted(range(m), key=lambda i: raw[i])
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * raw[i]))
+        assert slices[i]["exceed_p_holm"] == pytest.approx(running)
+    assert all("mcnemar_p_holm" in s for s in slices)
+    table = invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", "holm").output
+    assert "McNemar·Holm" in table and "Holm-corrected across slices" in table
+
+
+def test_junit_has_one_case_per_arm_and_slice(fixed_run: Path) -> None:
+    result = invoke(str(fixed_run), "--format", "junit")
+    assert result.exit_code == 1
+    root = ET.fromstring(result.stdout)
+    data = as_json(invoke(str(fixed_run), "--format", "json"))
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [a["arm"] for a in data["arms"]]
+    for suite, arm in zip(suites, data["arms"], strict=True):
+        cases = suite.findall("testcase")
+        assert [c.get("name") for c in cases] == ["(arm decision)"] + [s["slice"] for s in arm["slices"]]
+        for case, decision in zip(
+            cases, [arm["decision"]] + [s["decision"] for s in arm["slices"]], strict=True
+        ):
+            kinds = [child.tag for child in case]
+            assert (
+                kinds
+                == {"pass": [], "fail": ["failure"], "inconclusive": ["skipped"], "error": ["error"]}[
+                    decision
+                ]
+            )
+    total = sum(len(a["slices"]) + 1 for a in data["arms"])
+    assert root.get("tests") == str(total)
+    assert int(root.get("failures", "0")) == len(root.findall(".//failure"))
+
+
+def test_output_file_and_formats(fixed_run: Path, tmp_path: Path) -> None:
+    for fmt in ("table", "md", "html", "json", "junit"):
+        out = tmp_path / f"report.{fmt}"
+        result = invoke(str(fixed_run), "--format", fmt, "-o", str(out))
+        assert result.exit_code == 1, result.output
+        assert out.stat().st_size > 500
+        assert "\x1b[" not in out.read_text()
+    assert json.loads((tmp_path / "report.json").read_text())["decision"] == "fail"
+
+
+def test_compare_two_runs(fixed_run: Path, tmp_path: Path) -> None:
+    worse = make_fixed_run(tmp_path / "worse", fails={"offload-host": {10, 47}, "fp8-e4m3": {20, 46}})
+    result = invoke(str(worse), "--compare", str(fixed_run), "--format", "json")
+    compare = as_json(result)["compare"]
+    assert compare["baseline"]["run_id"] == compare["current"]["run_id"]  # same spec, new results
+    arms = {a["arm"]: a for a in compare["arms"]}
+    offload_all = arms["offload-host"]["slices"][0]
+    assert (offload_all["baseline_decision"], offload_all["decision"], offload_all["change"]) == (
+        "pass",
+        "fail",
+        "regression",
+    )
+    assert offload_all["cfr_delta"] == pytest.approx(1 / 46)
+    fp8_all = arms["fp8-e4m3"]["slices"][0]
+    assert fp8_all["cfr_delta"] == pytest.approx(1 / 46 - 3 / 46)
+    assert {"arm": "offload-host", "slice": "all", "from": "pass", "to": "fail"} in compare["regressions"]
+    assert arms["snapkv-50"]["change"] == "same" and arms["snapkv-50"]["spec_changed"] is False
+    table = invoke(str(worse), "--compare", str(fixed_run)).output
+    assert "regression" in table and "pass → fail" in table and "+2.2 pp" in table
+    md = invoke(str(worse), "--compare", str(fixed_run), "--format", "md").stdout
+    assert "### Comparison" in md and "**regression**" in md
+    html = invoke(str(worse), "--compare", str(fixed_run), "--format", "html").stdout
+    assert "<h2>Comparison</h2>" in html
+
+
+def test_engine_errors_in_the_control_make_every_unfailed_arm_an_error(tmp_path: Path) -> None:
+    run = make_fixed_run(tmp_path, control_errors={45})
+    data = as_json(invoke(str(run), "--format", "json"))
+    decisions = {a["arm"]: a["decision"] for a in data["arms"]}
+    assert decisions == {
+        "snapkv-50": "fail",
+        "fp8-e4m3": "error",
+        "snapkv-50+fp8": "fail",
+        "offload-host": "error",
+        "prefix-reuse": "error",
+    }
+    assert data["control"]["engine_errors"] == 1 and data["arms"][1]["engine_errors"] == 1
+
+
+def test_cache_hits_in_the_control_are_an_isolation_error(tmp_path: Path) -> None:
+    run = make_fixed_run(tmp_path, control_cached=16)
+    result = invoke(str(run), "--format", "json")
+    data = as_json(result)
+    assert result.exit_code == 4
+    assert {a["decision"] for a in data["arms"]} == {"error"}
+    assert next(c for c in data["isolation"] if c["arm"] == "full")["ok"] is False
+    assert "isolation error" in invoke(str(run)).output
+
+
+def test_an_incomplete_run_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    run = make_fixed_run(tmp_path)
+    part = next((run / "results" / "offload-host").glob("part-*.parquet"))
+    part.unlink()
+    write_part(run, "offload-host", [row(i, "offload-host", True) for i in range(40)])
+    data = as_json(invoke(str(run), "--format", "json"))
+    offload = data["arms"][3]
+    assert offload["missing_pairs"] == 8 and offload["decision"] == "error"
+    assert "resume it" in offload["reason"]
+
+
+def test_a_case_stored_twice_is_bad_input(fixed_run: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(fixed_run, copy)
+    write_part(copy, "fp8-e4m3", [row(0, "fp8-e4m3", True)])
+    result = invoke(str(copy))
+    assert result.exit_code == 2
+    assert "arm 'fp8-e4m3' replicate 0 stores a case twice" in result.output
+
+
+@pytest.mark.parametrize("make", ["missing", "not_a_run", "no_workload"])
+def test_bad_run_directories_are_one_line_errors(fixed_run: Path, tmp_path: Path, make: str) -> None:
+    target = tmp_path / "run"
+    if make == "not_a_run":
+        target.mkdir()
+    if make == "no_workload":
+        shutil.copytree(fixed_run, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        manifest["workload_path"] = str(tmp_path / "gone.parquet")
+        (target / "manifest.json").write_text(json.dumps(manifest))
+    result = invoke(str(target))
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert {"missing": "not a kvgate run", "not_a_run": "not a kvgate run", "no_workload": "does not exist"}[
+        make
+    ] in (result.output)

@@ -1,0 +1,117 @@
+"""Goldens of every renderer on the fixed run (fixed-width Console, no colour).
+
+Volatile fields (run id, creation time, workload hash, versions) are normalised first, floats rounded to
+10 significant digits (test_report_hand_computed.py checks exact values), and the HTML's SVG bodies are
+replaced by a placeholder (they depend on the matplotlib version). To accept a deliberate change:
+KVGATE_UPDATE_GOLDENS=1 pytest tests/report/test_report_goldens.py, then review the diff.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from report_fixed_run import make_fixed_run
+from rich.console import Console
+
+from kvgate.cli import cli
+from kvgate.report.renderers import render
+from kvgate.report.terminal import render_terminal
+
+GOLDENS = Path(__file__).parent / "goldens"
+UPDATE = os.environ.get("KVGATE_UPDATE_GOLDENS") == "1"
+
+
+def rounded(value: Any) -> Any:
+    """Floats to 10 significant digits: the last bits differ between scipy builds, not the meaning."""
+    if isinstance(value, float):
+        return float(f"{value:.10g}")
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
+
+
+def normalised(report: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(rounded(report))
+    for volatile in {report["run"]["run_id"], report["run"]["workload_sha256"]}:
+        text = text.replace(
+            volatile, "<" + ("run_id" if volatile == report["run"]["run_id"] else "sha") + ">"
+        )
+    data: dict[str, Any] = json.loads(text)
+    data["kvgate_version"] = data["run"]["kvgate_version"] = "<version>"
+    data["run"]["created_at"] = "<created_at>"
+    return data
+
+
+def report_of(run: Path, *args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, ["report", str(run), "--format", "json", *args])
+    assert result.exit_code in (0, 1, 3, 4), result.output
+    return normalised(json.loads(result.stdout))
+
+
+def terminal(report: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    render_terminal(report, Console(file=buf, width=120, color_system=None, legacy_windows=False))
+    return buf.getvalue()
+
+
+def strip_svg(html: str) -> str:
+    return re.sub(r"<svg\b.*?</svg>", "<svg/>", html, flags=re.DOTALL)
+
+
+def check(name: str, text: str) -> None:
+    text = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+    path = GOLDENS / name
+    if UPDATE or not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if not UPDATE:
+            pytest.fail(f"golden {name} was missing and has been written; review it and run again")
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden"
+
+
+@pytest.fixture(scope="module")
+def report(fixed_run: Path) -> dict[str, Any]:
+    return report_of(fixed_run)
+
+
+def test_terminal_golden(report: dict[str, Any]) -> None:
+    check("fixed.table.txt", terminal(report))
+
+
+def test_markdown_golden(report: dict[str, Any]) -> None:
+    check("fixed.md", render(report, "md"))
+
+
+def test_junit_golden(report: dict[str, Any]) -> None:
+    check("fixed.junit.xml", render(report, "junit"))
+
+
+def test_json_golden(report: dict[str, Any]) -> None:
+    check("fixed.json", render(report, "json"))
+
+
+def test_html_golden_and_its_plots(report: dict[str, Any]) -> None:
+    html = render(report, "html")
+    svgs = re.findall(r"<svg\b.*?</svg>", html, flags=re.DOTALL)
+    assert len(svgs) == 2 + len(report["arms"])  # CFR by context, divergence, one CFR-per-slice plot per arm
+    assert all("<path" in svg for svg in svgs)
+    assert "http://" not in strip_svg(html) and "https://" not in strip_svg(html)  # self-contained
+    check("fixed.html", strip_svg(html))
+
+
+def test_compare_goldens(fixed_run: Path, tmp_path: Path) -> None:
+    worse = make_fixed_run(tmp_path, fails={"offload-host": {10, 47}, "fp8-e4m3": {20, 46}})
+    report = report_of(worse, "--compare", str(fixed_run))
+    table = terminal(report)
+    check("compare.table.txt", table[table.index("compared with run") :])
+    md = render(report, "md")
+    check("compare.md", md[md.index("### Comparison") :])

@@ -1,0 +1,34 @@
+"""Fixtures for the runner's tests: a workload big enough to gate on, and the CLI as a function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from runner_support import DATA
+
+from kvgate.cli import cli
+
+Invoke = Callable[..., Result]
+
+
+@pytest.fixture(scope="session")
+def accept_workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """320 passkey cases frozen with the word tokenizer (`kvgate freeze` without --model)."""
+    path = tmp_path_factory.mktemp("accept") / "accept.words.parquet"
+    result = CliRunner().invoke(cli, ["freeze", str(DATA / "accept.toml"), "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.fixture
+def kvgate() -> Invoke:
+    """`kvgate ARGS…` in-process; returns click's Result (stdout and stderr apart)."""
+
+    def invoke(*args: Any) -> Result:
+        return CliRunner().invoke(cli, [str(a) for a in args])
+
+    return invoke

@@ -1,0 +1,134 @@
+"""kill -9 at 20 random points, then resume: the same rows as an uninterrupted run, none lost or
+duplicated, and a report identical byte for byte (timestamps aside).
+
+The uninterrupted run is the real command line in a subprocess. The killed runs are `kvgate run` in
+processes forked from a forkserver that has kvgate imported, so each starts in milliseconds and 20 kills
+fit in well under a minute on two cores; most land while a run generates and stores parts (a per-case
+latency fault gives them time), some anywhere in start-up. The matrix has every kind of pass: the
+control, its A/A replicate, a reuse arm in batches (its cache history replayed on resume), planted wrong
+answers and engine errors, and confirm-reruns.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from conftest import Invoke
+from kill_target import run_cli
+from runner_support import DATA, KEY, stored_rows, write_matrix
+
+KILLS = 20
+SEED = 20260601
+CASES = 48
+MATRIX = """
+[matrix]
+control = "full"
+candidates = ["streaming-50", "fp8-e4m3", "prefix-reuse"]
+aa_replicate = true
+confirm_reruns = 1
+
+[arm.prefix-reuse]
+batch_size = 4
+
+[faults."*"]
+latency_s = 0.01
+
+[faults.fp8-e4m3]
+wrong_answer_rate = 0.2
+error_rate = 0.05
+
+[faults.prefix-reuse]
+stale_reuse_rate = 0.1
+latency_s = 0.02
+"""
+KVGATE = [sys.executable, "-c", "from kvgate.cli import main; main()"]
+TIMESTAMP = re.compile(r'^\s*"[a-z_]*(?:_at|timestamp)": "[^"]*",?\n', re.MULTILINE)
+WARM = [  # installed modules only: a forkserver of Python 3.11 cannot import from the tests' folder
+    "kvgate.cli.run", "kvgate.runner.job", "kvgate.engines.fake", "kvgate.validators.registry",
+    "pyarrow.dataset", "jsonschema",
+]  # fmt: skip
+
+
+def _forked(argv: list[object], cwd: Path) -> BaseProcess:
+    """`kvgate ARGV…` in a process forked from an interpreter that has kvgate imported already, so a
+    kill lands within a second of the start instead of after seconds of imports."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WARM)
+    process = context.Process(target=run_cli, args=([str(a) for a in argv], str(cwd)))
+    process.start()
+    return process
+
+
+def _parts(runs: Path) -> int:
+    return len(list(runs.glob("*/results/*/part-*.parquet")))
+
+
+def _wait_for_new_part(proc: BaseProcess, runs: Path, before: int, timeout: float = 30.0) -> None:
+    """Until the run stores a part (it is generating), it ends, or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while _parts(runs) == before and proc.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _first_pass_rows(runs: Path, arm: str) -> int:
+    found = [p for p in runs.glob("*") if (p / "manifest.json").exists()]
+    return sum(r["arm"] == arm and r["attempt"] == 0 for r in stored_rows(found[0])) if found else 0
+
+
+def test_kill9_then_resume_matches_uninterrupted(kvgate: Invoke, tmp_path: Path) -> None:
+    workload = tmp_path / "kill.words.parquet"
+    frozen = kvgate("freeze", DATA / "accept.toml", "-o", workload, "--limit", CASES)
+    assert frozen.exit_code == 0, frozen.output
+    matrix = write_matrix(tmp_path / "kill.toml", MATRIX)
+    spec = ["run", "--engine", "fake", "-w", workload, "-m", matrix, "--quiet"]
+    uninterrupted_cmd = [*KVGATE, *map(str, [*spec, "-o", tmp_path / "uninterrupted"])]
+    reference = subprocess.Popen(
+        uninterrupted_cmd, cwd=tmp_path, stdout=subprocess.DEVNULL
+    )  # alongside: it sleeps
+
+    rng = random.Random(SEED)
+    runs = tmp_path / "killed"
+    mid_generation, reuse_interrupted = 0, 0
+    for kill in range(KILLS):
+        before = _parts(runs)
+        proc = _forked([*spec, "-o", runs], tmp_path)  # the same spec continues its own run directory
+        if kill % 4 == 3:  # now and then, anywhere in start-up: reading inputs, the manifest, the lock
+            time.sleep(rng.uniform(0.0, 0.8))
+        else:  # mostly while it generates and stores parts
+            _wait_for_new_part(proc, runs, before)
+            time.sleep(rng.uniform(0.0, 0.4))
+        alive = proc.is_alive()
+        proc.kill()  # SIGKILL
+        proc.join()
+        assert proc.exitcode in (-signal.SIGKILL, 1), proc.exitcode
+        mid_generation += alive and _parts(runs) > before
+        reuse_interrupted += 0 < _first_pass_rows(runs, "prefix-reuse") < CASES
+    (run_dir,) = [p for p in runs.glob("*") if (p / "manifest.json").exists()]
+    assert mid_generation >= KILLS // 2, f"only {mid_generation} kills landed while it generated"
+    assert reuse_interrupted >= 1, "no kill landed inside the reuse arm's pass"
+
+    finished = kvgate("run", "--resume", run_dir, "--quiet")
+    assert finished.exit_code == 1, finished.stderr  # fp8-e4m3's planted failures fail the gate
+    assert reference.wait(timeout=120) == 1
+    (uninterrupted,) = [p for p in (tmp_path / "uninterrupted").glob("*") if (p / "manifest.json").exists()]
+    assert uninterrupted.name == run_dir.name  # the same spec names the same run
+
+    rows, expected = stored_rows(run_dir), stored_rows(uninterrupted)
+    keys = [tuple(r[k] for k in KEY) for r in rows]
+    assert len(keys) == len(set(keys)), "a row was stored twice"
+    assert len(rows) > 5 * CASES  # every first pass, plus the confirm-reruns
+    assert rows == expected
+    assert not list(run_dir.glob("**/.*.tmp"))
+
+    reports = [kvgate("report", r, "--format", "json") for r in (run_dir, uninterrupted)]
+    assert [r.exit_code for r in reports] == [1, 1]
+    texts = [TIMESTAMP.sub("", r.stdout) for r in reports]
+    assert texts[0].encode() == texts[1].encode()

@@ -1,0 +1,107 @@
+"""Result rows as DESIGN.md defines them, engine errors kept apart from cache-induced failures, and
+isolation checked on every run from the rows' cache counters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import Invoke
+from runner_support import only_run, stored_rows, write_matrix
+
+DESIGN_COLUMNS = {
+    "case_id", "arm", "replicate", "attempt", "output_text", "output_token_ids", "passed", "fail_kind",
+    "n_prompt_tokens", "n_cached_tokens", "n_kv_entries_kept", "ttft_s", "latency_s", "mean_logprob",
+    "min_logprob", "first_divergence",
+}  # fmt: skip
+TWO_CANDIDATES = '[matrix]\ncontrol = "full"\ncandidates = ["streaming-50", "fp8-e4m3"]\n'
+
+
+def _run(kvgate: Invoke, workload: Path, tmp_path: Path, body: str, *extra: object) -> tuple[int, str, Path]:
+    matrix = write_matrix(tmp_path / "m.toml", body)
+    result = kvgate("run", "--engine", "fake", "-w", workload, "-m", matrix, "-o", tmp_path / "runs", *extra)
+    return result.exit_code, result.stderr, only_run(tmp_path / "runs")
+
+
+def test_rows_carry_the_design_columns_and_first_divergence(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path
+) -> None:
+    body = TWO_CANDIDATES + "[faults.fp8-e4m3]\nwrong_answer_rate = 0.3\n"
+    _, _, run_dir = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
+    rows = stored_rows(run_dir)
+    assert len(rows) == 4 * 24
+    assert set(rows[0]) | {"ttft_s", "latency_s"} >= DESIGN_COLUMNS
+    by_arm = {arm: [r for r in rows if r["arm"] == arm] for arm in ("full", "streaming-50", "fp8-e4m3")}
+    assert all(r["first_divergence"] is None for r in rows if r["arm"] != "fp8-e4m3")
+    wrong = [r for r in by_arm["fp8-e4m3"] if not r["passed"]]
+    assert 3 <= len(wrong) <= 14
+    assert all(r["fail_kind"] == "mismatch" and r["first_divergence"] == 0 for r in wrong)
+    assert all(r["first_divergence"] is None for r in by_arm["fp8-e4m3"] if r["passed"])
+    assert all(
+        r["n_kv_entries_kept"] == r["n_prompt_tokens"] - r["n_prompt_tokens"] // 2
+        for r in by_arm["streaming-50"]
+    )
+    assert {r["replicate"] for r in by_arm["full"]} == {0, 1}  # the A/A replicate is on by default
+
+
+def test_engine_errors_are_reported_apart(kvgate: Invoke, smoke_workload: Path, tmp_path: Path) -> None:
+    body = (
+        '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\nconfirm_reruns = 1\n'
+        "[faults.fp8-e4m3]\nerror_rate = 0.3\n"
+    )
+    code, _, run_dir = _run(kvgate, smoke_workload, tmp_path, body, "--json")
+    assert code == 4  # engine errors: an error, not a gate result
+    errors = [r for r in stored_rows(run_dir) if r["fail_kind"] == "engine_error"]
+    assert errors and all(r["arm"] == "fp8-e4m3" and r["first_divergence"] is None for r in errors)
+    assert not [r for r in stored_rows(run_dir) if r["attempt"] > 0]  # errors are never re-run as failures
+    report = json.loads(kvgate("report", run_dir, "--format", "json").stdout)
+    (arm,) = report["arms"]
+    assert arm["engine_errors"] == len(errors)
+    assert arm["slices"][0]["cache_induced_failures"] == 0
+
+
+def test_control_engine_errors_give_no_divergence(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path
+) -> None:
+    body = '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\n[faults.full]\nerror_rate = 0.3\n'
+    _, _, run_dir = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
+    rows = stored_rows(run_dir)
+    failed = {r["case_id"] for r in rows if r["arm"] == "full" and r["replicate"] == 0 and r["fail_kind"]}
+    assert failed
+    assert all(
+        r["first_divergence"] is None for r in rows if r["arm"] == "fp8-e4m3" and r["case_id"] in failed
+    )
+
+
+def test_a_salt_leak_in_a_candidate_exits_4_naming_it(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path
+) -> None:
+    body = TWO_CANDIDATES + "[faults.fp8-e4m3]\nsalt_leak = true\n"
+    code, stderr, _ = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
+    assert code == 4
+    (line,) = [x for x in stderr.splitlines() if "isolation" in x]
+    assert "arm 'fp8-e4m3' reported cache hits" in line and "namespaces leak" in line
+
+
+def test_a_salt_leak_in_the_control_exits_4_naming_it(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path
+) -> None:
+    body = '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\n[faults.full]\nsalt_leak = true\n'
+    code, stderr, _ = _run(kvgate, smoke_workload, tmp_path, body, "--json")
+    assert code == 4
+    assert "isolation: arm 'full' reported cache hits" in stderr
+    assert "isolation: arm 'full (A/A replicate 1)' reported cache hits" in stderr
+
+
+def test_reuse_arm_hits_in_its_own_namespace_only(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path
+) -> None:
+    body = '[matrix]\ncontrol = "full"\ncandidates = ["prefix-reuse", "fp8-e4m3"]\n'
+    code, stderr, run_dir = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
+    assert code != 4, stderr
+    rows = stored_rows(run_dir)
+    reuse = [r for r in rows if r["arm"] == "prefix-reuse"]
+    assert sum(r["n_cached_tokens"] > 0 for r in reuse) == 23  # all but the first: a fresh namespace
+    assert all(r["n_cached_tokens"] == 0 for r in rows if r["arm"] != "prefix-reuse")
+    report = json.loads(kvgate("report", run_dir, "--format", "json").stdout)
+    assert report["noise_floor"]["flips"] == 0
