@@ -178,9 +178,11 @@ def _generate(ctx: RunContext, arm_run: ArmRun, batches: list[Sequence[Case]], m
                 _store(ctx, arm_run.arm, full)
                 stored_at = time.monotonic()
     finally:
-        session.close()
-        if pending:  # complete batches stay stored even when the engine failed or the user interrupted
-            _store(ctx, arm_run.arm, pending)
+        try:
+            if pending:  # complete batches stay stored even when the engine failed or the user interrupted
+                _store(ctx, arm_run.arm, pending)
+        finally:
+            session.close()
 
 
 def _open_session(ctx: RunContext, arm_run: ArmRun) -> ArmSession:

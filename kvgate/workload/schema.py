@@ -149,7 +149,7 @@ def atomic_write(path: Path, write: Any) -> None:
 def read_workload(path: Path) -> Workload:
     """Read and verify a workload; any defect is a one-line BadInput naming the file."""
     try:
-        table = pq.read_table(path)
+        table = pq.ParquetFile(path).read()
     except FileNotFoundError:
         raise BadInput(f"workload {path} does not exist") from None
     except (OSError, pa.ArrowException) as exc:

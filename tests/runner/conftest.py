@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from runner_support import DATA
+from runner_support import DATA, Invoke
 
 from kvgate.cli import cli
-
-Invoke = Callable[..., Result]
 
 
 @pytest.fixture(scope="session")

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from click.testing import Result
 
 DATA = Path(__file__).parent / "data"
 TIMING = ("ttft_s", "latency_s")
 KEY = ("arm", "replicate", "case_id", "attempt")
+Invoke = Callable[..., Result]
+"""The `kvgate` fixture: `kvgate(*args)` runs the CLI in-process."""
 
 
 def write_matrix(path: Path, body: str) -> Path:
@@ -33,3 +37,10 @@ def only_run(runs_dir: Path) -> Path:
     found = [p for p in runs_dir.iterdir() if (p / "manifest.json").exists()]
     assert len(found) == 1, found
     return found[0]
+
+
+def part_sizes(run_dir: Path) -> list[int]:
+    """Rows per stored part, over every part of the run."""
+    return [
+        pq.ParquetFile(p).metadata.num_rows for p in sorted((run_dir / "results").glob("*/part-*.parquet"))
+    ]

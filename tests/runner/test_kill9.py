@@ -21,9 +21,8 @@ import time
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from conftest import Invoke
 from kill_target import run_cli
-from runner_support import DATA, KEY, stored_rows, write_matrix
+from runner_support import DATA, KEY, Invoke, part_sizes, stored_rows, write_matrix
 
 KILLS = 20
 SEED = 20260601
@@ -127,6 +126,7 @@ def test_kill9_then_resume_matches_uninterrupted(kvgate: Invoke, tmp_path: Path)
     assert len(rows) > 5 * CASES  # every first pass, plus the confirm-reruns
     assert rows == expected
     assert not list(run_dir.glob("**/.*.tmp"))
+    assert min(part_sizes(run_dir)) > 0  # replayed batches store no empty parts
 
     reports = [kvgate("report", r, "--format", "json") for r in (run_dir, uninterrupted)]
     assert [r.exit_code for r in reports] == [1, 1]

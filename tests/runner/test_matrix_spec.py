@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Invoke
-from runner_support import only_run, stored_rows, write_matrix
+from runner_support import Invoke, only_run, stored_rows, write_matrix
 
 from kvgate.paths import TREATMENTS_DIR
 

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Invoke
-from runner_support import DATA, only_run, stored_rows, write_matrix
+from runner_support import DATA, Invoke, only_run, stored_rows, write_matrix
 
 import kvgate.treatments.matrix as matrix_module
 from kvgate.paths import TREATMENTS_DIR

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import Invoke
-from runner_support import only_run, stored_rows, write_matrix
+from runner_support import Invoke, only_run, stored_rows, write_matrix
 
 DESIGN_COLUMNS = {
     "case_id", "arm", "replicate", "attempt", "output_text", "output_token_ids", "passed", "fail_kind",

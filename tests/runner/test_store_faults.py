@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Invoke
-from runner_support import only_run, stored_rows, write_matrix
+from runner_support import Invoke, only_run, part_sizes, stored_rows, write_matrix
 
 import kvgate.runner.store as store
 
@@ -194,3 +193,4 @@ def test_reuse_pass_resumed_midway_meets_the_same_cache(
     rows = stored_rows(run_dir)
     assert rows == stored_rows(uninterrupted)  # cached-token counts and stale answers included
     assert sum(r["n_cached_tokens"] > 0 for r in rows if r["arm"] == "prefix-reuse") >= 23
+    assert min(part_sizes(run_dir)) > 0  # the replayed batches stored no empty parts
