@@ -189,3 +189,26 @@ def provenance(argv: Sequence[str], load_before: str) -> str:
         f"- date: {now()}; load average (1/5/15 min) before: {load_before}, after: {load_average()}\n"
         f"- command: `{command_line(argv)}`\n"
     )
+
+
+def profile_call_table(call: Any, top: int = 12) -> tuple[float, str, dict[Any, Any]]:
+    """Run `call()` under cProfile; returns (wall seconds, a Markdown table of the `top` functions by own
+    time, the raw pstats entries keyed by (file, line, function)).
+
+    Rows are file:function with own time (tottime), time including callees (cumtime) and calls.
+    """
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.runcall(call)
+    wall = time.perf_counter() - start
+    stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    entries = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)
+    rows = []
+    for (filename, line, func), (_, ncalls, tottime, cumtime, _) in entries[:top]:
+        where = filename.replace(str(REPO_ROOT) + os.sep, "")
+        where = where.split("site-packages" + os.sep)[-1] if "site-packages" in where else where
+        rows.append([f"`{where}:{line}({func})`", f"{tottime:.2f}", f"{cumtime:.2f}", ncalls])
+    return wall, table(["function", "own s", "with callees s", "calls"], rows), stats

@@ -92,7 +92,7 @@ def sizes_for(engine: str, quick: bool, reps: int | None, cases: int | None) -> 
     if engine == "hf":
         base = Sizes(cases=2, length=128, reps=3, batch_size=1) if quick else Sizes(4, 128, 6, 1)
     else:
-        base = Sizes(cases=4, length=128, reps=2, batch_size=4) if quick else Sizes(16, 256, 4, 8)
+        base = Sizes(cases=4, length=128, reps=2, batch_size=4) if quick else Sizes(8, 128, 3, 8)
     return Sizes(cases or base.cases, base.length, reps or base.reps, base.batch_size)
 
 

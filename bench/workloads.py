@@ -69,3 +69,76 @@ def synthetic_workload(out: Path, n_cases: int) -> str:
         for i in range(n_cases)
     ]
     return write_workload(cases, out, {"suites": {}, "seed": 0, "tokenizer": "synthetic"})
+
+
+GROWTH_MATRIX = (
+    "# The default matrix's shape: control, its A/A replicate and two candidates (4 result rows per case).\n"
+    '[matrix]\ncontrol = "full"\ncandidates = ["streaming-50", "fp8-e4m3"]\naa_replicate = true\n'
+)
+GROWTH_ARMS = (("full", 0), ("full", 1), ("streaming-50", 0), ("fp8-e4m3", 0))
+
+
+def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -> Path:
+    """A run directory as `kvgate run --engine fake` leaves it for GROWTH_MATRIX, without generating.
+
+    The workload is `synthetic_workload`; the manifest is built by the runner's own `build_manifest`;
+    each arm's rows are written as Parquet parts of `rows_per_part` rows with page checksums, as the
+    store writes them. About 2% of candidate rows fail (a cache-induced failure rate for the report to
+    bound), 0.05% are engine errors. Returns the run directory.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kvgate.gate.policy import load_policy
+    from kvgate.runner.manifest import build_manifest, write_manifest
+    from kvgate.runner.store import RESULT_SCHEMA
+    from kvgate.treatments.matrix import parse_matrix_text
+    from kvgate.workload.schema import Workload
+
+    workload_path = root / "workload.parquet"
+    sha = synthetic_workload(workload_path, n_cases)
+    ids = [f"syn-{i:08d}" for i in range(n_cases)]
+    matrix = parse_matrix_text(GROWTH_MATRIX, "bench-growth", "bench growth matrix")
+    workload = Workload(cases=(), meta={}, sha256=sha, path=workload_path.resolve())
+    manifest = build_manifest(
+        workload, ids, {"name": "smollm2-135m"}, {"engine": "fake", "version": "2"}, matrix, load_policy(None)
+    )
+    run_dir = root / "runs" / manifest["run_id"]
+    write_manifest(run_dir, manifest)
+    rng = np.random.default_rng(seed)
+    answers = pa.array([str(i) for i in range(n_cases)])
+    for arm, replicate in GROWTH_ARMS:
+        control = arm == "full"
+        passed = rng.random(n_cases) >= (0.0 if control else 0.02)
+        error = rng.random(n_cases) < 0.0005
+        fail_kind = np.where(error, "engine_error", np.where(passed, None, "mismatch"))
+        columns = {
+            "case_id": pa.array(ids),
+            "arm": pa.array([arm] * n_cases),
+            "replicate": pa.array(np.full(n_cases, replicate, np.int32)),
+            "attempt": pa.array(np.zeros(n_cases, np.int32)),
+            "output_text": answers,
+            "output_token_ids": pa.array([[7, 8]] * n_cases, type=pa.list_(pa.int32())),
+            "passed": pa.array(passed & ~error),
+            "fail_kind": pa.array(fail_kind),
+            "detail": pa.array([None] * n_cases, type=pa.string()),
+            "n_prompt_tokens": pa.array(np.full(n_cases, 8, np.int32)),
+            "n_cached_tokens": pa.array(np.zeros(n_cases, np.int32)),
+            "n_kv_entries_kept": pa.array(np.full(n_cases, 4 if arm == "streaming-50" else 8, np.int32)),
+            "ttft_s": pa.array(rng.random(n_cases) * 1e-4),
+            "latency_s": pa.array(rng.random(n_cases) * 2e-4),
+            "mean_logprob": pa.array(np.full(n_cases, -0.1)),
+            "min_logprob": pa.array(np.full(n_cases, -0.5)),
+            "first_divergence": pa.array(
+                np.where(passed | control, -1, 0).astype(np.int32), mask=passed | control
+            ),
+        }
+        table = pa.table(columns, schema=RESULT_SCHEMA)
+        arm_dir = run_dir / "results" / arm
+        arm_dir.mkdir(parents=True, exist_ok=True)
+        first = len(list(arm_dir.glob("part-*.parquet")))
+        for p, start in enumerate(range(0, n_cases, rows_per_part)):
+            part = arm_dir / f"part-{first + p:05d}.parquet"
+            pq.write_table(table.slice(start, rows_per_part), part, write_page_checksum=True)
+    return run_dir

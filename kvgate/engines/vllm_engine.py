@@ -1,10 +1,11 @@
 """The `vllm` engine: `vllm.LLM` in-process, a fresh LLM for every arm session.
 
 An arm's engine arguments are the engine-wide ones plus what its treatment asks (`vllm_args.py`); the
-previous session's LLM is shut down (its engine-core processes end, which frees its memory) before the
-next one starts. Every request is greedy — temperature 0, the chosen token's logprob — on the case's
-frozen `prompt_token_ids`, so the outputs are token-comparable with the `hf` engine's, and carries the
-session's namespace as its `cache_salt` (prefixed "kvgate-ns:", so it can never equal a LoRA name).
+previous session's LLM is shut down and collected, freeing its weights and KV, before the next one starts
+(on CPU the engine core runs in kvgate's process, on GPU in a process of its own: `vllm_env.py`).
+Every request is greedy — temperature 0, the chosen token's logprob — on the case's frozen
+`prompt_token_ids`, so the outputs are token-comparable with the `hf` engine's, and carries the session's
+namespace as its `cache_salt` (prefixed "kvgate-ns:", so it can never equal a LoRA name).
 
 Reuse arms run a warm-up pass: each batch's prompts are first prefilled once under the arm's salt (one
 token generated and discarded), then the measured pass reads every full block of its prompt from the
@@ -45,7 +46,7 @@ from kvgate.engines.vllm_args import (
     arm_refusal,
 )
 from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
-from kvgate.engines.vllm_env import prepare_vllm_environment
+from kvgate.engines.vllm_env import MULTIPROCESSING, prepare_vllm_environment
 from kvgate.engines.vllm_model import vllm_model_folder
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec, model_folder
@@ -76,6 +77,7 @@ class VLLMEngine:
         enforce_eager: bool | None = None,
         block_size: int | None = None,
         offload_gib: float = DEFAULT_OFFLOAD_GIB,
+        threads: int | None = None,
         **vllm_options: Any,
     ) -> None:
         import torch
@@ -95,7 +97,8 @@ class VLLMEngine:
         self.dtype = dtype or ("float32" if on_cpu else "bfloat16")
         self.block_size = int(block_size or (128 if on_cpu else 16))
         self.offload_gib = float(offload_gib)
-        self.model_spec = model
+        in_process = on_cpu and self.environment[MULTIPROCESSING] == "0"
+        self.threads = (threads or _serving_threads()) if in_process else None
         source = model_folder(model)
         self.folder = vllm_model_folder(source)
         self.base_args: dict[str, Any] = {
@@ -140,7 +143,8 @@ class VLLMEngine:
                 for key, value in sorted(self.base_args.items())
                 if key not in ("model", "tokenizer")
             },
-            "threads_bind": self.environment["VLLM_CPU_OMP_THREADS_BIND"] if self.device == "cpu" else None,
+            "threads": self.threads,
+            "engine_core": "in-process" if self.environment[MULTIPROCESSING] == "0" else "own process",
         }
 
     def arm_args(self, treatment: Treatment) -> dict[str, Any]:
@@ -190,7 +194,6 @@ class VLLMSession:
 
     def __init__(self, engine: VLLMEngine, setup: ArmSetup) -> None:
         import torch
-        from vllm import LLM
 
         self.engine, self.setup = engine, setup
         self.salt = cache_salt(setup.namespace)
@@ -198,15 +201,15 @@ class VLLMSession:
         self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
         self.probed = False
         self.args = engine.arm_args(setup.treatment)
-        set_num_threads = torch.set_num_threads
+        self.caller_threads = torch.get_num_threads()
+        self.caller_environment = dict(os.environ)
         try:
-            self.llm: Any = LLM(**_llm_kwargs(self.args))
+            self.llm: Any = _start_llm(self.args, engine.threads)
         except Exception as exc:  # any start failure is the engine's, named with the arm
+            _restore_caller(self.caller_threads, self.caller_environment)
             raise EngineFailure(
                 f"vLLM failed to start arm {setup.arm!r}: {type(exc).__name__}: {exc}"
             ) from exc
-        finally:
-            torch.set_num_threads = set_num_threads  # an in-process CPU worker stubs it out
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
@@ -244,6 +247,7 @@ class VLLMSession:
             del llm
             gc.collect()
             _empty_device_cache()
+            _restore_caller(self.caller_threads, self.caller_environment)
 
     def _unrunnable(self, case: Case) -> str | None:
         if case.prompt_token_ids is None:
@@ -324,12 +328,28 @@ class VLLMSession:
 
 def _check_options(options: dict[str, Any], arg_names: frozenset[str]) -> None:
     for key in options:
+        if key in ("model", "tokenizer"):
+            raise BadInput(f"vllm engine option {key!r}: choose the model with --model")
         if key in ARM_KEYS:
             raise BadInput(
                 f"vllm engine option {key!r} is set per arm by its treatment, not for the whole run"
             )
         if key not in arg_names:
             raise BadInput(f"vllm engine option {key!r} is not a vLLM engine argument")
+
+
+def _start_llm(args: dict[str, Any], threads: int | None) -> Any:
+    """A `vllm.LLM` started with `threads` torch threads (when set), `torch.set_num_threads` left intact."""
+    import torch
+    from vllm import LLM
+
+    set_num_threads = torch.set_num_threads
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return LLM(**_llm_kwargs(args))
+    finally:
+        torch.set_num_threads = set_num_threads  # an in-process CPU worker replaces it with a stub
 
 
 def _llm_kwargs(args: dict[str, Any]) -> dict[str, Any]:
@@ -366,6 +386,26 @@ def _timings(metrics: Any, wall: float) -> tuple[float, float]:
         return wall, wall
     decode = float(getattr(metrics, "last_token_ts", 0.0)) - float(getattr(metrics, "first_token_ts", 0.0))
     return first, first + max(decode, 0.0)
+
+
+def _serving_threads() -> int:
+    """Threads for an in-process CPU engine: every core this process may use but one, as vLLM's own
+    "auto" binding leaves one to the scheduler. On 2 busy cores one thread decoded 4–10× faster than two,
+    whose OpenMP barriers wait on whichever thread the scheduler preempted."""
+    return max(1, len(os.sched_getaffinity(0)) - 1)
+
+
+def _restore_caller(threads: int, environment: dict[str, str]) -> None:
+    """Give kvgate's process back its torch threads and its environment (vLLM's CPU platform sets
+    LD_PRELOAD, OpenMP and inductor variables for its workers, which later subprocesses would inherit)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    for key in set(os.environ) - set(environment):
+        del os.environ[key]
+    for key, value in environment.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 def _empty_device_cache() -> None:

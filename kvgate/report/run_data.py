@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput
+from kvgate.report.arrow_numpy import int64_array, to_numpy
 from kvgate.runner.store import RESULT_SCHEMA, part_paths
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
@@ -73,10 +74,6 @@ class Reruns:
 
     valid: np.ndarray
     passes: np.ndarray
-
-
-def _numpy(column: pa.ChunkedArray | pa.Array, fill: Any, dtype: Any) -> np.ndarray:
-    return np.asarray(pc.fill_null(column, fill).to_numpy(zero_copy_only=False), dtype=dtype)
 
 
 def selected_positions(n_workload: int, limit: int | None) -> np.ndarray:
@@ -132,7 +129,7 @@ def read_cases(manifest: dict[str, Any]) -> CaseTable:
         raise BadInput(f"workload {path} lacks a column: {str(exc).splitlines()[0]}") from None
     positions = selected_positions(table.num_rows, manifest.get("limit"))
     if len(positions) != table.num_rows:
-        table = table.take(pa.array(positions))
+        table = table.take(int64_array(positions))
     ids = table["case_id"].combine_chunks()
     if ids.null_count:
         raise BadInput(f"workload {path} has a case without a case_id")
@@ -142,12 +139,12 @@ def read_cases(manifest: dict[str, Any]) -> CaseTable:
     labels = {}
     for col in slice_columns:
         encoded = pc.dictionary_encode(table[col].combine_chunks())
-        codes = _numpy(encoded.indices, -1, np.int64)
+        codes = to_numpy(encoded.indices, -1, np.int64)
         labels[col] = (codes, [str(v) for v in encoded.dictionary.to_pylist()])
     return CaseTable(
         case_ids=ids,
-        critical=_numpy(table["critical"], False, bool),
-        n_prompt_tokens=_numpy(table["n_prompt_tokens"], -1, np.int64),
+        critical=to_numpy(table["critical"], False, bool),
+        n_prompt_tokens=to_numpy(table["n_prompt_tokens"], -1, np.int64),
         slice_columns=slice_columns,
         labels=labels,
     )
@@ -172,65 +169,71 @@ _EXPECTED = pa.schema(
 )
 
 
-def read_part(path: Path, arm_names: list[str]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-    """One result part: the columns the report needs (their page checksums verified), the arm of each
-    row (index into `arm_names`) and whether it is an engine error. A corrupt or foreign part, or rows
-    of an arm outside the manifest, is a BadInput naming the part."""
+def read_part(path: Path) -> pa.Table:
+    """The columns the report needs of one result part, their page checksums verified; a corrupt or
+    foreign part is a BadInput naming it."""
     try:
         with pq.ParquetFile(
             path, page_checksum_verification=True, read_dictionary=DICTIONARY_COLUMNS
         ) as part:
             if not part.schema_arrow.equals(_EXPECTED, check_metadata=False):
                 raise BadInput(f"result part {path} does not have the result schema")
-            table = part.read(columns=RESULT_COLUMNS, use_threads=False)
+            return part.read(columns=RESULT_COLUMNS, use_threads=False)
     except (OSError, pa.ArrowException) as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]
         raise BadInput(
             f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
         ) from None
-    arm = table["arm"].combine_chunks()
-    names = [str(a) for a in arm.dictionary.to_pylist()]
-    unknown = sorted(set(names) - set(arm_names))
-    if unknown:
-        raise BadInput(f"result part {path} has rows of arm {unknown[0]!r}, which the manifest does not name")
-    remap = np.array([arm_names.index(a) for a in names] or [0], dtype=np.int64)
-    kinds = table["fail_kind"].combine_chunks()
-    error_kind = np.array([k == "engine_error" for k in kinds.dictionary.to_pylist()] + [False])
-    error = error_kind[_numpy(kinds.indices, -1, np.int64)]
-    return table.drop_columns(list(DICTIONARY_COLUMNS)), remap[_numpy(arm.indices, 0, np.int64)], error
+
+
+def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(per-row index into the values, −1 for null; the values) of a dictionary column, all chunks at once."""
+    if column.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), []
+    unified = pa.table({"c": column}).unify_dictionaries()["c"]
+    values = [str(v) for v in unified.chunk(0).dictionary.to_pylist()]
+    indices = pa.chunked_array([chunk.indices for chunk in unified.chunks], type=unified.type.index_type)
+    return to_numpy(indices, -1, np.int64), values
 
 
 def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.ndarray:
     """Each row's case position; a case outside the run is a BadInput.
 
-    A chunk (one part) that holds consecutive cases in workload order, as runs write them, is placed by
-    looking up its first case only and comparing the rest in one vectorised pass; other chunks go through
-    one hash join.
+    Parts usually hold consecutive cases in workload order (runs write them so): each chunk is placed by
+    looking up its first case and checked against the workload's ids in one vectorised comparison over
+    all chunks; only chunks that fail the check go through a hash join.
     """
     chunks = [c for c in case_ids.chunks if len(c)]
-    firsts = pc.index_in(pa.array([c[0].as_py() for c in chunks], type=pa.string()), value_set=cases.case_ids)
-    out, rest, start = np.empty(len(case_ids), dtype=np.int64), [], 0
-    for chunk, first in zip(chunks, firsts.to_pylist(), strict=True):
-        stop = start + len(chunk)
-        if (
-            first is not None
-            and first + len(chunk) <= cases.n
-            and pc.all(pc.equal(chunk, cases.case_ids.slice(first, len(chunk)))).as_py()
-        ):
-            out[start:stop] = np.arange(first, first + len(chunk))
-        else:
-            rest.append((start, chunk))
-        start = stop
-    if rest:
-        others = pa.chunked_array([c for _, c in rest], type=pa.string())
+    if not chunks:
+        return np.zeros(0, dtype=np.int64)
+    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    firsts = to_numpy(
+        pc.index_in(pa.concat_arrays([c.slice(0, 1) for c in chunks]), value_set=cases.case_ids), -1, np.int64
+    )
+    placed = (firsts >= 0) & (firsts + lengths <= cases.n)
+    expected = pa.concat_arrays(
+        [
+            cases.case_ids.slice(int(f), len(c)) if ok else c
+            for c, f, ok in zip(chunks, firsts, placed, strict=True)
+        ]
+    )
+    actual = pa.concat_arrays(chunks)
+    same = to_numpy(pc.equal(actual, expected), False, bool)
+    placed &= np.logical_and.reduceat(same, starts)
+    out = np.repeat(firsts - starts, lengths) + np.arange(int(lengths.sum()))
+    rest = ~np.repeat(placed, lengths)
+    if rest.any():
+        others = actual.filter(
+            pa.Array.from_buffers(
+                pa.bool_(), len(rest), [None, pa.py_buffer(np.packbits(rest, bitorder="little"))]
+            )
+        )
         index = pc.index_in(others, value_set=cases.case_ids)
         if index.null_count:
             stray = pc.filter(others, pc.is_null(index))[0].as_py()
             raise BadInput(f"{run_dir}: result rows for case {stray!r}, which is not in the run's workload")
-        found, offset = _numpy(index, -1, np.int64), 0
-        for start, chunk in rest:
-            out[start : start + len(chunk)] = found[offset : offset + len(chunk)]
-            offset += len(chunk)
+        out[rest] = to_numpy(index, -1, np.int64)
     return out
 
 
@@ -238,24 +241,32 @@ class RunRows:
     """Every stored result row of a run, joined to case positions; dense views per arm on demand.
 
     Parts are read in parallel threads (pyarrow releases the GIL), each with only the columns needed;
-    case ids are then joined to positions in one hash lookup.
+    every later step runs once over all rows: no per-part or per-row Python work beyond opening files.
     """
 
     def __init__(self, run_dir: Path, cases: CaseTable, arm_names: list[str]) -> None:
         paths = part_paths(run_dir)
         with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(lambda p: read_part(p, arm_names), paths))
-        schema = pa.schema(
-            [f for f in RESULT_SCHEMA if f.name in RESULT_COLUMNS and f.name not in DICTIONARY_COLUMNS]
-        )
-        table = pa.concat_tables([t for t, _, _ in parts]) if parts else schema.empty_table()
+            parts = list(pool.map(read_part, paths))
         self.n = cases.n
         self.arm_names = arm_names
         self.run_dir = run_dir
-        self.case = positions(table["case_id"], cases, run_dir)
-        self.arm = np.concatenate([a for _, a, _ in parts]) if parts else np.zeros(0, np.int64)
-        self.error = np.concatenate([e for _, _, e in parts]) if parts else np.zeros(0, bool)
-        cols = {c: _numpy(table[c], fill, dtype) for c, (fill, dtype) in NUMERIC.items()}
+        if parts:
+            table = pa.concat_tables(parts)
+            arm, arm_values = dictionary_codes(table["arm"])
+            unknown = sorted(set(arm_values) - set(arm_names))
+            if unknown:
+                raise BadInput(
+                    f"{run_dir}: result rows of arm {unknown[0]!r}, which the manifest does not name"
+                )
+            kinds, kind_values = dictionary_codes(table["fail_kind"])
+            self.case = positions(table["case_id"], cases, run_dir)
+            self.arm = np.array([arm_names.index(a) for a in arm_values] + [-1], dtype=np.int64)[arm]
+            self.error = np.array([k == "engine_error" for k in kind_values] + [False])[kinds]
+            cols = {c: to_numpy(table[c], fill, dtype) for c, (fill, dtype) in NUMERIC.items()}
+        else:
+            self.case, self.arm, self.error = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
+            cols = {c: np.zeros(0, dtype) for c, (_, dtype) in NUMERIC.items()}
         self.replicate, self.attempt, self.passed = cols["replicate"], cols["attempt"], cols["passed"]
         self.cached, self.mean_logprob = cols["n_cached_tokens"], cols["mean_logprob"]
         self.first_divergence, self.n_prompt_tokens = cols["first_divergence"], cols["n_prompt_tokens"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import struct
 import tomllib
 from collections.abc import Iterator
@@ -197,6 +198,8 @@ def test_bad_engine_options_are_bad_input() -> None:
         create_engine("vllm", resolve_model("smollm2-135m"), kv_cache_dtype="fp8")
     with pytest.raises(BadInput, match="not a vLLM engine argument"):
         create_engine("vllm", resolve_model("smollm2-135m"), warp_speed=9)
+    with pytest.raises(BadInput, match="--model"):
+        create_engine("vllm", resolve_model("smollm2-135m"), model="/elsewhere")
 
 
 @pytest.mark.vllm
@@ -223,7 +226,10 @@ def test_fp8_arms_run_or_are_refused_in_vllms_words(engine: Any, cases: tuple[Ca
 @needs_vllm
 def test_reuse_hits_after_warm_up_and_salts_isolate_namespaces(engine: Any, cases: tuple[Case, ...]) -> None:
     namespace = "kvgate-ns:test:prefix-reuse:r0:a0"
-    short = [c for c in cases if (c.n_prompt_tokens or 0) < 600][:2]
+    short = [min(cases, key=lambda c: c.n_prompt_tokens or 0)]
+    import torch
+
+    environment, threads = dict(os.environ), torch.get_num_threads()
     session = engine.open(ArmSetup("prefix-reuse", 0, Reuse("prefix-reuse"), namespace))
     try:
         generations = session.generate(short)
@@ -231,6 +237,7 @@ def test_reuse_hits_after_warm_up_and_salts_isolate_namespaces(engine: Any, case
         same = session.probe_cached_tokens(short[0], namespace)
     finally:
         session.close()
+    assert (dict(os.environ), torch.get_num_threads()) == (environment, threads)  # the caller's, restored
     for case, gen in zip(short, generations, strict=True):
         assert gen.error is None, gen.error
         full_blocks = (gen.n_prompt_tokens - 1) // 128 * 128

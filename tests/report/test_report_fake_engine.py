@@ -25,12 +25,15 @@ wrong_answer_rate = 0.45
 """
 
 
-def test_planted_faults_are_counted_attributed_and_fail_the_gate(tmp_path: Path, smoke_workload: Path) -> None:
+def test_planted_faults_are_counted_attributed_and_fail_the_gate(
+    tmp_path: Path, smoke_workload: Path
+) -> None:
     matrix = tmp_path / "faults.toml"
     matrix.write_text(MATRIX)
     runs = tmp_path / "runs"
     result = CliRunner().invoke(
-        cli, ["run", "--engine", "fake", "-w", str(smoke_workload), "-m", str(matrix), "-o", str(runs), "--quiet"]
+        cli,
+        ["run", "--engine", "fake", "-w", str(smoke_workload), "-m", str(matrix), "-o", str(runs), "--quiet"],
     )
     assert result.exit_code == 1, result.output
     run_dir = next(p for p in runs.iterdir() if (p / "manifest.json").exists())

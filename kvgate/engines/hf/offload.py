@@ -91,10 +91,10 @@ class DiskTier:
             for pair in layers:
                 slots = []
                 for tensor in pair:
-                    raw = tensor.detach().to("cpu").contiguous().view(torch.uint8).numpy().tobytes()
-                    out.write(raw)
-                    slots.append(_Slot(offset, len(raw), tensor.dtype, tuple(tensor.shape)))
-                    offset += len(raw)
+                    raw = tensor.detach().to("cpu").contiguous().view(torch.uint8).numpy()
+                    out.write(raw.data)
+                    slots.append(_Slot(offset, raw.nbytes, tensor.dtype, tuple(tensor.shape)))
+                    offset += raw.nbytes
                 self.slots.append((slots[0], slots[1]))
 
     def load(self, device: torch.device) -> list[LayerKV]:

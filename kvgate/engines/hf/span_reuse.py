@@ -91,6 +91,8 @@ def context_span(tokenizer: Any, case: Case) -> tuple[int, int]:
     if tuple(encoded["input_ids"]) != tuple(case.prompt_token_ids):
         raise ValueError("span reuse needs a workload frozen for this model's tokenizer")
     at = text.rfind(case.messages[-1]["content"])
+    if at < 0:
+        raise ValueError("span reuse cannot find the last message's content in the rendered prompt")
     start = next(
         (i for i, (first, _) in enumerate(encoded["offset_mapping"]) if first >= at), case.question_start
     )

@@ -278,3 +278,10 @@ def with_system_prompt(engine: Any, case: Case, system: str) -> Case:
         n_prompt_tokens=len(ids),
         question_start=question_start,
     )
+
+
+@pytest.mark.model
+def test_span_reuse_without_question_start_fails_the_case_clearly(engine: Any, cases: list[Case]) -> None:
+    unknown = dataclasses.replace(cases[0], question_start=None)
+    generation = run(engine, Reuse("span-reuse", mode="span"), [unknown])[0]
+    assert generation.error is not None and "question_start" in generation.error
