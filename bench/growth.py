@@ -177,6 +177,27 @@ def profile_run(root: Path, rows: int = 10_000) -> str:
     return f"cProfile of the run at {rows:,} result rows, in process ({wall:.1f} s profiled):\n\n{top}\n"
 
 
+BIG_PARTS = 50_000
+
+
+def report_by_part_size(root: Path, rows: int, small_parts: int) -> tuple[str, list[Point]]:
+    """The report at `rows` rows, once in parts as small as a real run's, once in BIG_PARTS-row parts:
+    how much of its time is the number of part files rather than the number of rows."""
+    points = []
+    for per_part in (small_parts, BIG_PARTS):
+        synth = root / f"parts-{per_part}"
+        synth.mkdir()
+        run_dir = synthetic_run(synth, rows // len(GROWTH_ARMS), per_part)
+        n_parts = len(list(run_dir.glob("results/*/part-*.parquet")))
+        points.append(measure_report(rows, run_dir, f"{n_parts} parts of ≤ {per_part:,} rows"))
+    table = common.table(
+        ["result parts", "wall s", "CPU s", "peak RSS MiB"],
+        [[p.how, f"{p.wall_s:.2f}", f"{p.cpu_s:.2f}", f"{p.peak_rss_mib:.0f}"] for p in points],
+    )
+    title = f"`kvgate report` at {rows:,} rows by the size of its result parts (same rows, fresh processes)"
+    return f"{title}:\n\n{table}\n", points
+
+
 def profile_report(run_dir: Path) -> str:
     from kvgate.report.model import build_report
     from kvgate.report.renderers import render_json
@@ -259,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 synth = sorted(root.glob("synthetic-*/runs/*/manifest.json"))
                 if synth:
                     profiles.append(profile_report(synth[-1].parent))
+                profiles.append(report_by_part_size(root, top.rows, rows_per_part)[0])
     text = section(points, [common.PYTHON, __file__, *given], load, profiles, rows_per_part)
     print(text)
     common.write_section("growth", text, {"points": [asdict(p) for p in points]})

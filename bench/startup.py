@@ -53,9 +53,9 @@ def import_profile(argv: list[str], top: int = 10) -> str:
     entries = []  # (depth, module, self µs), in the post-order importtime prints
     for line in child.stderr.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
-            own, _, name = line.split(":", 1)[1].split("|")
-            if own.strip().isdigit():
-                entries.append(((len(name) - len(name.lstrip()) - 1) // 2, name.strip(), int(own)))
+            own_us, _, name = line.split(":", 1)[1].split("|")
+            if own_us.strip().isdigit():
+                entries.append(((len(name) - len(name.lstrip()) - 1) // 2, name.strip(), int(own_us)))
     total: dict[str, int] = {}
     pulled_by: dict[str, str] = {}
     for i, (_, module, own) in enumerate(entries):

@@ -112,7 +112,7 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
         control = arm == "full"
         passed = rng.random(n_cases) >= (0.0 if control else 0.02)
         error = rng.random(n_cases) < 0.0005
-        fail_kind = np.where(error, "engine_error", np.where(passed, None, "mismatch"))
+        fail_kind = pa.array(np.where(error, "engine_error", "mismatch"), mask=passed & ~error)
         columns = {
             "case_id": pa.array(ids),
             "arm": pa.array([arm] * n_cases),
@@ -121,7 +121,7 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
             "output_text": answers,
             "output_token_ids": pa.array([[7, 8]] * n_cases, type=pa.list_(pa.int32())),
             "passed": pa.array(passed & ~error),
-            "fail_kind": pa.array(fail_kind),
+            "fail_kind": fail_kind,
             "detail": pa.array([None] * n_cases, type=pa.string()),
             "n_prompt_tokens": pa.array(np.full(n_cases, 8, np.int32)),
             "n_cached_tokens": pa.array(np.zeros(n_cases, np.int32)),

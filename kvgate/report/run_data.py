@@ -1,8 +1,9 @@
 """A run's stored rows as dense per-case arrays: what the report's statistics are computed from.
 
 Everything is indexed by the run's case position (0 … n_cases−1, workload order). Loading is vectorised
-through pyarrow and numpy (one hash join of case ids, then scatters), so a million result rows load in
-well under a second; no Python loop runs per row.
+through pyarrow and numpy (parts placed by their first case and checked in one comparison, a hash join
+only for the rest, then scatters); no Python loop runs per row, and only the columns the report needs
+are read. A million rows in the runner's 1024-row parts load in about a second, most of it opening parts.
 """
 
 from __future__ import annotations

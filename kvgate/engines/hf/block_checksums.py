@@ -51,7 +51,7 @@ def _tensor_blocks(tensor: torch.Tensor, block_size: int) -> list[tuple[tuple[in
     for start in range(0, max(n, 1), block_size):
         stop = min(start + block_size, n)
         digest = hashlib.sha256(header.format(stop - start).encode())
-        digest.update(np.ascontiguousarray(raw[:, start:stop]))
+        digest.update(np.ascontiguousarray(raw[:, start:stop]).data)
         blocks.append(((start, stop), digest.digest()))
     return blocks
 

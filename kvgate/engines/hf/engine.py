@@ -33,10 +33,12 @@ from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
+from kvgate.errors import BadInput
 from kvgate.models import ModelSpec, model_folder
 from kvgate.treatments.spec import Eviction, Offload, Reuse, Treatment
 from kvgate.workload.case import Case
 
+DTYPES = ("float32", "bfloat16", "float16")
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of the prefix cache and of the span store, each (LRU beyond it)."""
@@ -59,9 +61,20 @@ class HFEngine:
         device: str = "cpu",
         dtype: str = "float32",
         reuse_cache_bytes: int = REUSE_CACHE_BYTES,
+        threads: int | None = None,
     ) -> None:
+        """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
+        reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        if dtype not in DTYPES:
+            raise BadInput(f"hf engine: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        if not isinstance(reuse_cache_bytes, int) or reuse_cache_bytes < 0:
+            raise BadInput(f"hf engine: reuse_cache_bytes must be an integer ≥ 0, got {reuse_cache_bytes!r}")
+        if threads is not None:
+            if not isinstance(threads, int) or threads < 1:
+                raise BadInput(f"hf engine: threads must be an integer ≥ 1, got {threads!r}")
+            torch.set_num_threads(threads)
         folder = model_folder(model)
         self.model_spec = model
         self.device = torch.device(device)

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
+from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
 
-from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.base import ArmSetup
 from kvgate.engines.registry import engine_info
 from kvgate.treatments.spec import Composite, Eviction, Full, Offload, Quantize, Reuse, Treatment
 from kvgate.workload.case import Case
@@ -24,30 +24,13 @@ def test_the_registry_lists_offload_and_reuse_for_hf() -> None:
 
 @pytest.fixture(scope="module")
 def engine(model_folder: Path) -> Iterator[Any]:
-    """The hf engine on one thread: both arms of a comparison run alike, and a busy machine stays quick."""
-    from kvgate.engines.hf.engine import HFEngine
-    from kvgate.models import resolve_model
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield HFEngine(resolve_model("smollm2-135m"))
-    torch.set_num_threads(threads)
+    with one_thread():
+        yield shared_engine()
 
 
 @pytest.fixture(scope="module")
-def case(model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Case:
-    """One short passkey case frozen for the model's tokenizer."""
-    from kvgate.workload.freeze import freeze_cases
-    from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-    from kvgate.workload.suites import parse_suite
-
-    spec = tmp_path_factory.mktemp("suite") / "tiny.toml"
-    spec.write_text(
-        'name = "tiny"\n[[generate]]\ngenerator = "passkey"\nlengths = [128]\ndepths = [0.5]\n'
-        "max_new_tokens = 6\n"
-    )
-    tok = HFPromptTokenizer.from_folder(model_folder, "smollm2-135m")
-    return freeze_cases([parse_suite(spec)], tok, seed=2)[0]
+def case(model_folder: Path) -> Case:
+    return passkey_cases(model_folder, (0.5,), 2, 0)[0]
 
 
 def setup(treatment: Treatment, namespace: str) -> ArmSetup:
@@ -97,11 +80,6 @@ def test_sessions_never_share_cached_kv(engine: Any, case: Case) -> None:
         first.close()
         second.close()
     assert engine.prefix_cache.nbytes == 0  # closing sessions drops their blocks
-    control = engine.open(setup(Full("full"), "run:full:r0"))
-    try:
-        assert [g.n_cached_tokens for g in control.generate([case, case])] == [0, 0]
-    finally:
-        control.close()
 
 
 @pytest.mark.model
@@ -110,16 +88,8 @@ def test_reuse_then_fp8_then_offload_matches_fp8_alone(engine: Any, case: Case) 
     composite = Composite(
         "all", of=(Offload("o", tier="disk", block_size=8), fp8, Reuse("r", mode="prefix", block_size=16))
     )
-    alone = run(engine, fp8, [case])
-    combined = run(engine, composite, [case, case])
+    alone = run_arm(engine, fp8, [case])
+    combined = run_arm(engine, composite, [case, case])
     assert all(g.error is None for g in alone + combined)
     assert [g.n_cached_tokens > 0 for g in combined] == [False, True]
     assert [g.output_token_ids for g in combined] == [alone[0].output_token_ids] * 2
-
-
-def run(engine: Any, treatment: Treatment, cases: list[Case]) -> list[Generation]:
-    session = engine.open(setup(treatment, f"test:{treatment.name}"))
-    try:
-        return list(session.generate(cases))
-    finally:
-        session.close()

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import torch
+from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
 
-from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.hf.block_checksums import BlockId, block_checksums, first_mismatch
 from kvgate.engines.hf.offload import DiskTier, HostTier, OffloadCorrupted, Tier, round_trip
-from kvgate.treatments.spec import Full, Offload, Treatment
+from kvgate.treatments.spec import Full, Offload
 from kvgate.workload.case import Case
 
 transformers = pytest.importorskip("transformers")
@@ -106,50 +106,21 @@ def test_planted_corruption_is_caught_and_named(tmp_path: Path, tier_name: str) 
 
 @pytest.fixture(scope="module")
 def engine(model_folder: Path) -> Iterator[Any]:
-    """The hf engine on one thread: both arms of a comparison run alike, and a busy machine stays quick."""
-    from kvgate.engines.hf.engine import HFEngine
-    from kvgate.models import resolve_model
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield HFEngine(resolve_model("smollm2-135m"))
-    torch.set_num_threads(threads)
+    with one_thread():
+        yield shared_engine()
 
 
 @pytest.fixture(scope="module")
-def cases(model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Case]:
-    """Two short passkey cases frozen for the model's tokenizer."""
-    from kvgate.workload.freeze import freeze_cases
-    from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-    from kvgate.workload.suites import parse_suite
-
-    spec = tmp_path_factory.mktemp("suite") / "tiny.toml"
-    spec.write_text(
-        'name = "tiny"\n[[generate]]\ngenerator = "passkey"\nlengths = [160]\ndepths = [0.3, 0.7]\n'
-        "max_new_tokens = 8\n"
-    )
-    tok = HFPromptTokenizer.from_folder(model_folder, "smollm2-135m")
-    return freeze_cases([parse_suite(spec)], tok, seed=1)
-
-
-def run(
-    engine: Any, treatment: Treatment, cases: list[Case], faults: dict[str, Any] | None = None
-) -> list[Generation]:
-    session = engine.open(
-        ArmSetup(treatment.name, 0, treatment, f"test:{treatment.name}", faults=faults or {})
-    )
-    try:
-        return list(session.generate(cases))
-    finally:
-        session.close()
+def cases(model_folder: Path) -> list[Case]:
+    return list(passkey_cases(model_folder, (0.3, 0.7), 1, 1))
 
 
 @pytest.mark.model
 def test_offload_is_token_identical_to_the_control(engine: Any, cases: list[Case]) -> None:
-    control = run(engine, Full("full"), cases)
+    control = run_arm(engine, Full("full"), cases)
     assert all(g.error is None and g.output_token_ids for g in control)
     for tier in ("host", "disk"):
-        offloaded = run(engine, Offload(f"offload-{tier}", tier=tier, block_size=16), cases)
+        offloaded = run_arm(engine, Offload(f"offload-{tier}", tier=tier, block_size=16), cases)
         assert [g.error for g in offloaded] == [None, None]
         assert [g.output_token_ids for g in offloaded] == [g.output_token_ids for g in control]
         assert [g.n_cached_tokens for g in offloaded] == [0, 0]
@@ -159,7 +130,8 @@ def test_offload_is_token_identical_to_the_control(engine: Any, cases: list[Case
 def test_a_corrupted_offload_fails_the_case_as_an_engine_error(engine: Any, cases: list[Case]) -> None:
     from kvgate.engines.hf.engine import CORRUPT_OFFLOAD_FAULT
 
-    generations = run(engine, Offload("offload-disk", tier="disk"), cases[:1], {CORRUPT_OFFLOAD_FAULT: True})
+    faults = {CORRUPT_OFFLOAD_FAULT: True}
+    generations = run_arm(engine, Offload("offload-disk", tier="disk"), cases[:1], faults=faults)
     assert generations[0].error is not None
     assert "checksum mismatch" in generations[0].error
     assert generations[0].output_token_ids == ()

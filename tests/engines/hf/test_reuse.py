@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 import torch
+from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
 
-from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.base import Generation
 from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.prefix_cache import PrefixCache, block_keys
 from kvgate.engines.hf.rope_shift import rope_shift, rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanStore, context_span
-from kvgate.treatments.spec import Full, Reuse, Treatment
+from kvgate.treatments.spec import Full, Reuse
 from kvgate.workload.case import Case
 
 transformers = pytest.importorskip("transformers")
@@ -189,55 +190,31 @@ def test_models_without_composing_rope_are_refused() -> None:
 
 @pytest.fixture(scope="module")
 def engine(model_folder: Path) -> Iterator[Any]:
-    """The hf engine on one thread: both arms of a comparison run alike, and a busy machine stays quick."""
-    from kvgate.engines.hf.engine import HFEngine
-    from kvgate.models import resolve_model
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield HFEngine(resolve_model("smollm2-135m"))
-    torch.set_num_threads(threads)
+    with one_thread():
+        yield shared_engine()
 
 
 @pytest.fixture(scope="module")
-def cases(model_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Case]:
-    """Two short passkey cases (same intro, different haystacks), frozen for the model's tokenizer."""
-    from kvgate.workload.freeze import freeze_cases
-    from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-    from kvgate.workload.suites import parse_suite
-
-    spec = tmp_path_factory.mktemp("suite") / "tiny.toml"
-    spec.write_text(
-        'name = "tiny"\n[[generate]]\ngenerator = "passkey"\nlengths = [160]\ndepths = [0.5]\n'
-        "per_cell = 2\nmax_new_tokens = 8\n"
-    )
-    tok = HFPromptTokenizer.from_folder(model_folder, "smollm2-135m")
-    return freeze_cases([parse_suite(spec)], tok, seed=0)
+def cases(model_folder: Path) -> list[Case]:
+    """Two short passkey cases: the same intro, different haystacks."""
+    return list(passkey_cases(model_folder, (0.5,), 2, 0))
 
 
 @pytest.fixture(scope="module")
 def control(engine: Any, cases: list[Case]) -> list[Generation]:
-    generations = run(engine, Full("full"), cases)
+    generations = run_arm(engine, Full("full"), cases)
     assert all(g.error is None and g.output_token_ids for g in generations)
     assert [g.n_cached_tokens for g in generations] == [0, 0]
     return generations
-
-
-def run(
-    engine: Any, treatment: Treatment, cases: list[Case], namespace: str | None = None
-) -> list[Generation]:
-    session = engine.open(ArmSetup(treatment.name, 0, treatment, namespace or f"test:{treatment.name}"))
-    try:
-        return list(session.generate(cases))
-    finally:
-        session.close()
 
 
 @pytest.mark.model
 def test_prefix_reuse_is_token_identical_to_the_control(
     engine: Any, cases: list[Case], control: list[Generation]
 ) -> None:
-    reused = run(engine, Reuse("prefix-reuse", mode="prefix", block_size=16), [cases[0], cases[1], cases[0]])
+    reused = run_arm(
+        engine, Reuse("prefix-reuse", mode="prefix", block_size=16), [cases[0], cases[1], cases[0]]
+    )
     assert all(g.error is None for g in reused)
     cached = [g.n_cached_tokens for g in reused]
     assert cached[0] == 0
@@ -257,7 +234,7 @@ def test_span_reuse_places_a_context_at_another_offset(
     first, moved = context_span(engine.tokenizer, cases[0]), context_span(engine.tokenizer, longer)
     assert moved[0] > first[0]
     assert moved[1] - moved[0] == first[1] - first[0]
-    span = run(engine, Reuse("span-reuse", mode="span", block_size=16), [cases[0], longer])
+    span = run_arm(engine, Reuse("span-reuse", mode="span", block_size=16), [cases[0], longer])
     assert all(g.error is None for g in span)
     assert [g.n_cached_tokens for g in span] == [0, first[1] - first[0]]
     assert span[0].output_token_ids == control[0].output_token_ids
@@ -283,5 +260,5 @@ def with_system_prompt(engine: Any, case: Case, system: str) -> Case:
 @pytest.mark.model
 def test_span_reuse_without_question_start_fails_the_case_clearly(engine: Any, cases: list[Case]) -> None:
     unknown = dataclasses.replace(cases[0], question_start=None)
-    generation = run(engine, Reuse("span-reuse", mode="span"), [unknown])[0]
+    generation = run_arm(engine, Reuse("span-reuse", mode="span"), [unknown])[0]
     assert generation.error is not None and "question_start" in generation.error
