@@ -137,12 +137,16 @@ class HFSides:
         self.kvgate.close()
 
 
-class VLLMSides:
-    """A fresh vllm.LLM per repetition on both sides, with the engine arguments of kvgate's control
-    (less `disable_log_stats`, so the bare side keeps vLLM's default); kvgate also asks for logprobs=1,
-    inside its engine's generate() calls, which are timed apart from the rest of its pass."""
+ASKS = "LLM.generate, logprobs=1, stats on"
 
-    def __init__(self, workload: Path, sizes: Sizes) -> None:
+
+class VLLMSides:
+    """A fresh vllm.LLM per repetition on every side, with the engine arguments of kvgate's control
+    (less `disable_log_stats`, so the bare side keeps vLLM's default); kvgate also asks for logprobs=1,
+    inside its engine's generate() calls, which are timed apart from the rest of its pass. With `asks`,
+    a second bare variant asks what kvgate asks (logprobs=1, stats on): the cost of those asks apart."""
+
+    def __init__(self, workload: Path, sizes: Sizes, asks: bool = False) -> None:
         import bare_hf
         import bare_vllm
         from kvgate_pass import KvgateControl
@@ -150,7 +154,7 @@ class VLLMSides:
         from kvgate.treatments.spec import Full
 
         self.bare_vllm = bare_vllm
-        self.variants = {"LLM.generate": None}
+        self.variants = {"LLM.generate": None, **({ASKS: None} if asks else {})}
         self.workload, self.sizes = workload, sizes
         self.prompts = bare_hf.read_prompts(workload)
         self.kvgate = KvgateControl("vllm", MODEL)  # sets vLLM's environment; the bare side shares it
@@ -167,11 +171,14 @@ class VLLMSides:
         """Nothing to warm: every repetition starts a fresh LLM on both sides."""
 
     def bare(self, variant: str) -> BareResult:
+        asks = variant == ASKS
+        assert self.engine_args is not None
         start = time.perf_counter()
-        llm = self.bare_vllm.start_llm(self.bare_args)
+        llm = self.bare_vllm.start_llm(self.engine_args if asks else self.bare_args)
         loaded, cpu = time.perf_counter(), time.process_time()
         try:
-            outputs = self.bare_vllm.generate_all(llm, self.prompts, self.sizes.batch_size, self.eos)
+            batch, eos = self.sizes.batch_size, self.eos
+            outputs = self.bare_vllm.generate_all(llm, self.prompts, batch, eos, 1 if asks else None)
             done, cpu_done = time.perf_counter(), time.process_time()
         finally:
             self.bare_vllm.stop_llm(llm)
@@ -189,12 +196,14 @@ class VLLMSides:
 
 
 def measure(
-    engine: str, sizes: Sizes, root: Path, log: Callable[[str], None] = print
+    engine: str, sizes: Sizes, root: Path, log: Callable[[str], None] = print, vllm_asks: bool = False
 ) -> tuple[Measured, dict[str, Any]]:
     """Freeze the workload, then run every side once per repetition, the order rotating each time."""
     suite = passkey_suite(root / "suite.toml", sizes.cases, sizes.length)
     workload = freeze_for_model(suite, root / "workload.parquet", MODEL)
-    sides: HFSides | VLLMSides = HFSides(workload, sizes) if engine == "hf" else VLLMSides(workload, sizes)
+    sides: HFSides | VLLMSides = (
+        HFSides(workload, sizes) if engine == "hf" else VLLMSides(workload, sizes, vllm_asks)
+    )
     names = (*sides.variants, KVGATE)
     m = Measured(names)
     try:
@@ -347,7 +356,7 @@ def run_engine(engine: str, args: argparse.Namespace, argv: list[str]) -> bool:
     if reason is None:
         with tempfile.TemporaryDirectory(prefix=f"kvgate-bench-{engine}-") as tmp:
             try:
-                measured, info = measure(engine, sizes, Path(tmp))
+                measured, info = measure(engine, sizes, Path(tmp), vllm_asks=args.vllm_asks)
             except Exception as exc:
                 traceback.print_exc()
                 reason = f"failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
@@ -385,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="torch threads for the hf half (0: torch's default). 1 by default: on a shared 2-core machine "
         "two OpenMP threads spin against other processes and make every figure noisier",
+    )
+    parser.add_argument(
+        "--vllm-asks",
+        action="store_true",
+        help="add a bare vLLM variant asking what kvgate asks (logprobs=1, stats on): their cost apart",
     )
     args = parser.parse_args(argv)
     given = argv if argv is not None else sys.argv[1:]

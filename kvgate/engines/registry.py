@@ -72,5 +72,8 @@ def create_engine(name: str, model: ModelSpec, /, **options: Any) -> Engine:
         raise BadInput(f"engine {name!r} needs {', '.join(missing)}: {info.install_hint}")
     module_name, attr = info.factory.split(":")
     factory = getattr(importlib.import_module(module_name), attr)
-    engine: Engine = factory(model, **options)
+    try:
+        engine: Engine = factory(model, **options)
+    except TypeError as exc:  # an engine option the factory does not take
+        raise BadInput(f"engine {name!r}: bad engine option: {exc}") from None
     return engine
