@@ -62,7 +62,9 @@ class QuantizeHook:
         from kvgate.engines.hf.fp8 import fake_quantize
 
         for index, layer in enumerate(cache.layers):
-            layer.keys, self.scales[index, "k"] = fake_quantize(layer.keys, self.treatment.dtype, self.treatment.scale)
+            layer.keys, self.scales[index, "k"] = fake_quantize(
+                layer.keys, self.treatment.dtype, self.treatment.scale
+            )
             layer.values, self.scales[index, "v"] = fake_quantize(
                 layer.values, self.treatment.dtype, self.treatment.scale
             )
@@ -75,7 +77,9 @@ class QuantizeHook:
             for name in ("keys", "values"):
                 tensor = getattr(layer, name)
                 scale = self.scales[index, name[0]] if fixed else None
-                new, _ = fake_quantize(tensor[:, :, -n_new:], self.treatment.dtype, self.treatment.scale, scale)
+                new, _ = fake_quantize(
+                    tensor[:, :, -n_new:], self.treatment.dtype, self.treatment.scale, scale
+                )
                 tensor[:, :, -n_new:] = new
 
 
