@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                 synth = sorted(root.glob("synthetic-*/runs/*/manifest.json"))
                 if synth:
                     profiles.append(profile_report(synth[-1].parent))
-                profiles.append(report_by_part_size(root, top.rows, rows_per_part)[0])
+            profiles.append(report_by_part_size(root, top.rows, rows_per_part)[0])
     text = section(points, [common.PYTHON, __file__, *given], load, profiles, rows_per_part)
     print(text)
     common.write_section("growth", text, {"points": [asdict(p) for p in points]})

@@ -1,7 +1,7 @@
 """Every benchmark, one fresh process each, then bench/RESULTS.md (what `make bench` runs).
 
 Order: start-up, growth, the 4K freeze, harness overhead on hf, then on vLLM, then the report-at-1M-rows
-benchmark (`bench_report.py`, another developer's, when present: its output is recorded as printed).
+benchmark (`bench_report.py`, another developer's, when present; it writes its own section).
 A vLLM half that was skipped or failed (the engine missing or mid-edit) is tried once more at the end.
 Targets missed are reported, not fatal: the exit code is non-zero only when a benchmark crashed.
 
@@ -43,36 +43,16 @@ def vllm_skipped() -> bool:
     return not path.exists() or "skipped" in json.loads(path.read_text())["data"]
 
 
-def run_report_bench(quick: bool) -> int:
-    """Run bench_report.py and record what it prints as the "report_1m" section."""
-    load = common.load_average()
-    argv = [common.PYTHON, str(REPORT_BENCH)]
-    if quick and "--cases" in common.run_child([*argv, "--help"], 60).stdout:
-        argv += ["--cases", "33334"]
-    print(f"\n=== {common.command_line(argv)}", flush=True)
-    child = common.run_child(argv, 3600)
-    output = (child.stdout.strip() or "(no output)") + (
-        f"\n{child.stderr.strip()}" if child.returncode not in (0, 1) else ""
-    )
-    print(output)
-    text = (
-        "## Report at a million rows (`bench/bench_report.py`, recorded as it prints)\n\n"
-        + common.provenance(argv, load)
-        + f"- exit {child.returncode}, {child.wall_s:.0f} s in all\n\n```\n{output}\n```\n"
-    )
-    common.write_section("report_1m", text, {"returncode": child.returncode, "stdout": child.stdout})
-    return 0 if child.returncode in (0, 1) else child.returncode
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="the short version of every benchmark")
     args = parser.parse_args(argv)
-    codes = {" ".join(s): run_script(s, args.quick) for s in SCRIPTS}
+    scripts = list(SCRIPTS)
     if REPORT_BENCH.exists():
-        codes["bench_report.py"] = run_report_bench(args.quick)
+        scripts.append((REPORT_BENCH.name,))
+    codes = {" ".join(s): run_script(s, args.quick) for s in scripts}
     if vllm_skipped():
         print("\nvLLM half skipped or failed: trying once more", flush=True)
         codes["harness_overhead.py --engine vllm (retry)"] = run_script(SCRIPTS[-1], args.quick)
