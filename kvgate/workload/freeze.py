@@ -45,7 +45,10 @@ def freeze_cases(
                 cid = case_id(
                     suite.name, entry.generator.name, entry.generator.version, draft.params, seed, index
                 )
-                cases.append(_tokenized(draft, cid, suite.name, tok))
+                case = _tokenized(draft, cid, suite.name, tok)
+                if index == 0:
+                    _check_encoding(case, tok)
+                cases.append(case)
     if not cases:
         raise BadInput("the suites produced no cases")
     if limit is not None and limit < len(cases):
@@ -81,6 +84,14 @@ def _tokenized(draft: CaseDraft, cid: str, suite: str, tok: PromptTokenizer) -> 
         n_prompt_tokens=len(ids),
         question_start=qstart,
     )
+
+
+def _check_encoding(case: Case, tok: PromptTokenizer) -> None:
+    """Re-encode `case` whole with the tokenizer's reference path, where it has one (see
+    `chunked_encoding`): a disagreement is a kvgate bug, so it stops the freeze before anything is written."""
+    exact = getattr(tok, "encode_chat_exact", None)
+    if exact is not None and tuple(exact(case.messages)) != case.prompt_token_ids:
+        raise RuntimeError(f"case {case.case_id}: chunked token ids differ from the tokenizer's own encoding")
 
 
 def freeze(

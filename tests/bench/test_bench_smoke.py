@@ -110,10 +110,10 @@ def test_harness_sides_make_the_same_generations(tmp_path: Path) -> None:
     assert measured.ratio("model.generate") > 0 and info["workload_cases"] == 1
 
 
-def test_freeze_4k_profile_counts_whole_prompt_encodes(tmp_path: Path) -> None:
+def test_freeze_4k_side_by_side_gives_identical_ids_and_counts_probes(tmp_path: Path) -> None:
     import freeze_4k
 
-    table, calls = freeze_4k.profile_freeze(1, tmp_path)
-    assert calls["whole-prompt encodes"] >= 2  # at least the stored ids and question_start
-    assert calls["count_chat"] >= 1 and 0 < calls["share of the time in the Rust encoder"] <= 1
-    assert "encode_batch" in table
+    side = freeze_4k.side_by_side(2, tmp_path)
+    assert side["chunked_prompts_counted"] == side["whole_prompts_counted"] >= 2
+    assert side["speedup"] > 0 and 3000 < side["tokens_per_prompt"] <= 4096
+    assert "encode" in freeze_4k.profile_freeze(1, tmp_path)

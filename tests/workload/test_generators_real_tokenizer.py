@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
+from real_tokenizer_params import CASES
 
 from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.hf_tokenizer import HFPromptTokenizer
 from kvgate.workload.suites import _load_generators
 
 _load_generators()
-
-# target lengths where one haystack unit is under 2% of the target (a kv pair is ~75 tokens)
-CASES: dict[str, dict[str, Any]] = {
-    "needle": {"lengths": (1024, 2048), "depths": (0.3,), "variant": "multikey", "value_type": "uuid"},
-    "variable_tracking": {"lengths": (1024, 2048)},
-    "common_words": {"lengths": (1024, 2048)},
-    "freq_words": {"lengths": (1024, 2048)},
-    "kv_retrieval": {"lengths": (4096,), "depths": (0.5,)},
-    "structured_output": {"lengths": (2048,), "depths": (0.5,)},  # a record is ~22 tokens
-    "tool_call": {"lengths": (1024, 2048), "depths": (0.5,)},
-    "code": {"lengths": (1024, 2048), "depths": (0.5,)},
-}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

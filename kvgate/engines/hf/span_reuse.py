@@ -34,7 +34,6 @@ import torch
 from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.rope_shift import rope_shift
 from kvgate.workload.case import Case
-from kvgate.workload.hf_tokenizer import HFPromptTokenizer
 
 LayerKV = tuple[torch.Tensor, torch.Tensor]
 
@@ -86,7 +85,7 @@ def context_span(tokenizer: Any, case: Case) -> tuple[int, int]:
     """
     if case.question_start is None or case.prompt_token_ids is None:
         raise ValueError("span reuse needs the case's question_start; freeze the workload with --model")
-    text = HFPromptTokenizer(tokenizer, "").render(case.messages)
+    text = str(tokenizer.apply_chat_template(list(case.messages), tokenize=False, add_generation_prompt=True))
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     if tuple(encoded["input_ids"]) != tuple(case.prompt_token_ids):
         raise ValueError("span reuse needs a workload frozen for this model's tokenizer")

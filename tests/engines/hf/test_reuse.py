@@ -244,7 +244,7 @@ def with_system_prompt(engine: Any, case: Case, system: str) -> Case:
     from kvgate.workload.generators.passkey import QUESTION
     from kvgate.workload.hf_tokenizer import HFPromptTokenizer
 
-    tok = HFPromptTokenizer(engine.tokenizer, "smollm2-135m")
+    tok = HFPromptTokenizer.from_transformers(engine.tokenizer, "smollm2-135m")
     messages = ({"role": "system", "content": system}, *case.messages)
     ids = tok.encode_chat(messages)
     question_start = tok.question_start(messages, QUESTION)
