@@ -71,7 +71,8 @@ class ChunkedEncoder:
         if len(pieces) == 1:
             return [self._encode([text])[0]]
         if len(self._middle) > MAX_CACHED_CHUNKS:
-            self._first.clear(), self._middle.clear(), self._last.clear()
+            for table in (self._first, self._middle, self._last):
+                table.clear()
         first = self._first.get(pieces[0]) or self._store(self._first, [pieces[0]], "", ".")[0]
         last = self._last.get(pieces[-1]) or self._store(self._last, [pieces[-1]], " ", "")[0]
         middle = pieces[1:-1]
