@@ -21,8 +21,7 @@ prompts and on adversarial text; `freeze` re-checks the first case of each suite
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
-from itertools import accumulate, chain
+from itertools import chain
 from typing import Any
 
 MAX_CACHED_CHUNKS = 200_000
@@ -50,46 +49,47 @@ class ChunkedEncoder:
 
     Chunks end at each ". " (the split point of the module docstring that `str.split` finds fastest):
     with `pieces = text.split(". ")`, chunk 0 is `pieces[0] + "."`, the middle ones `" " + piece + "."`
-    and the last `" " + pieces[-1]`. Encodings are cached by piece, one table per position kind.
+    and the last `" " + pieces[-1]`. Middle chunks' ids and lengths are cached by piece, the first and
+    last chunk by text.
     """
 
     def __init__(self, backend: Any, chunked: bool | None = None) -> None:
         self.backend = backend
         self.chunked = splits_at_sentence_ends(backend) if chunked is None else chunked
-        self._first: dict[str, list[int]] = {}
-        self._middle: dict[str, list[int]] = {}
-        self._last: dict[str, list[int]] = {}
+        self._ids: dict[str, list[int]] = {}
+        self._lengths: dict[str, int] = {}
+        self._edges: dict[str, list[int]] = {}
+
+    def _pieces(self, text: str) -> list[str]:
+        return text.split(". ") if self.chunked else [text]
 
     def chunks(self, text: str) -> list[str]:
-        pieces = text.split(". ") if self.chunked else [text]
-        if len(pieces) == 1:
-            return pieces
-        return [pieces[0] + ".", *(" " + p + "." for p in pieces[1:-1]), " " + pieces[-1]]
+        pieces = self._pieces(text)
+        return pieces if len(pieces) == 1 else [_chunk(pieces, i) for i in range(len(pieces))]
 
-    def _encoded(self, text: str) -> list[list[int]]:
-        pieces = text.split(". ") if self.chunked else [text]
-        if len(pieces) == 1:
-            return [self._encode([text])[0]]
-        if len(self._middle) > MAX_CACHED_CHUNKS:
-            for table in (self._first, self._middle, self._last):
-                table.clear()
-        first = self._first.get(pieces[0]) or self._store(self._first, [pieces[0]], "", ".")[0]
-        last = self._last.get(pieces[-1]) or self._store(self._last, [pieces[-1]], " ", "")[0]
-        middle = pieces[1:-1]
-        get = self._middle.get
-        found = [get(p) for p in middle]
-        if None in found:
-            missing = list(dict.fromkeys(p for p, ids in zip(middle, found, strict=True) if ids is None))
-            self._store(self._middle, missing, " ", ".")
-            found = [get(p) for p in middle]
-        return [first, *found, last]  # type: ignore[list-item]
+    def _ends(self, pieces: list[str]) -> tuple[list[int], list[int]]:
+        """Ids of the first and last chunk of a split text (a prompt's template head and tail)."""
+        return self._edge(pieces[0] + "."), self._edge(" " + pieces[-1])
 
-    def _store(
-        self, table: dict[str, list[int]], pieces: list[str], before: str, after: str
-    ) -> list[list[int]]:
-        encoded = self._encode([before + p + after for p in pieces])
-        table.update(zip(pieces, encoded, strict=True))
-        return encoded
+    def _edge(self, chunk: str) -> list[int]:
+        ids = self._edges.get(chunk)
+        if ids is None:
+            if len(self._edges) > MAX_CACHED_CHUNKS:
+                self._edges.clear()
+            ids = self._edges[chunk] = self._encode([chunk])[0]
+        return ids
+
+    def _cache(self, middle: list[str]) -> None:
+        """Encode the middle pieces not cached yet."""
+        missing = [p for p in dict.fromkeys(middle) if p not in self._lengths]
+        if len(self._lengths) + len(missing) + len(self._edges) > MAX_CACHED_CHUNKS:
+            self._ids.clear()
+            self._lengths.clear()
+            self._edges.clear()
+            missing = list(dict.fromkeys(middle))
+        for piece, ids in zip(missing, self._encode([" " + p + "." for p in missing]), strict=True):
+            self._ids[piece] = ids
+            self._lengths[piece] = len(ids)
 
     def _encode(self, texts: list[str]) -> list[list[int]]:
         """One call per text for a few (a batch call's thread-pool start-up costs more), else a batch."""
@@ -98,26 +98,68 @@ class ChunkedEncoder:
         return [e.ids for e in self.backend.encode_batch(texts, add_special_tokens=False)]
 
     def encode(self, text: str) -> list[int]:
-        return list(chain.from_iterable(self._encoded(text)))
+        pieces = self._pieces(text)
+        if len(pieces) == 1:
+            return self.exact(text)
+        middle = pieces[1:-1]
+        try:
+            body = list(chain.from_iterable(map(self._ids.__getitem__, middle)))
+        except KeyError:
+            self._cache(middle)
+            body = list(chain.from_iterable(map(self._ids.__getitem__, middle)))
+        first, last = self._ends(pieces)
+        return first + body + last
 
     def count(self, text: str) -> int:
-        return sum(map(len, self._encoded(text)))
+        pieces = self._pieces(text)
+        if len(pieces) == 1:
+            return len(self.exact(text))
+        first, last = self._ends(pieces)
+        return len(first) + self._middle_count(pieces[1:-1]) + len(last)
 
     def exact(self, text: str) -> list[int]:
         """The tokenizer's own encoding of the whole text (the reference `encode` must equal)."""
         return list(self.backend.encode(text, add_special_tokens=False).ids)
 
     def token_at(self, text: str, char_index: int) -> int | None:
-        """Index of the first token that ends after `char_index`, or None if none does."""
-        encoded = self._encoded(text)
-        chunks = self.chunks(text)
-        starts = [0, *accumulate(map(len, chunks))]
-        k = max(0, bisect_right(starts, char_index) - 1)
-        tokens_before = sum(map(len, encoded[:k]))
-        for chunk, start, ids in zip(chunks[k:], starts[k:], encoded[k:], strict=False):
+        """Index of the first token that ends after `char_index`, or None if none does.
+
+        Walks back from the end to the chunk holding `char_index` (questions sit near the end), counts
+        the tokens before it from the cache, and encodes only that chunk (and any after it, should none
+        of its tokens end past `char_index`) with offsets.
+        """
+        pieces = self._pieces(text)
+        k, start = len(pieces) - 1, len(text) - len(pieces[-1]) - (len(pieces) > 1)
+        while k > 0 and start > char_index:
+            k -= 1
+            start -= len(pieces[k]) + 2  # the middle chunk " " + piece + "."
+        tokens_before = 0
+        if k > 0:
+            tokens_before = len(self._ends(pieces)[0]) + self._middle_count(pieces[1:k])
+        else:
+            start = 0
+        for i in range(k, len(pieces)):
+            chunk = _chunk(pieces, i)
             offsets = self.backend.encode(chunk, add_special_tokens=False).offsets
             for index, (_begin, end) in enumerate(offsets):
                 if start + end > char_index:
                     return tokens_before + index
-            tokens_before += len(ids)
+            tokens_before += len(offsets)
+            start += len(chunk)
         return None
+
+    def _middle_count(self, middle: list[str]) -> int:
+        try:
+            return sum(map(self._lengths.__getitem__, middle))
+        except KeyError:
+            self._cache(middle)
+            return sum(map(self._lengths.__getitem__, middle))
+
+
+def _chunk(pieces: list[str], i: int) -> str:
+    """Chunk `i` of a text split into `pieces` at ". " (see `ChunkedEncoder`)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if i == 0:
+        return pieces[0] + "."
+    return " " + pieces[i] + ("." if i < len(pieces) - 1 else "")

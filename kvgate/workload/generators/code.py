@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket, fit_to_length
+from kvgate.workload.generators.base import GENERATORS
+from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_choice, check_depths, check_lengths, check_positive
-from kvgate.workload.generators.haystacks import HAYSTACKS, haystack_words, place
+from kvgate.workload.generators.haystacks import HAYSTACKS
+from kvgate.workload.generators.prompts import haystack_prompt, user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 
@@ -134,16 +136,10 @@ class CodeGenerator:
     params_type: type = CodeParams
 
     def generate(self, params: CodeParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
-        return [
-            self._case(params, length, depth, index, rng, tok)
-            for length in params.lengths
-            for depth in params.depths
-            for index in range(params.per_cell)
-        ]
+        cells = depth_cells(params.lengths, params.depths, params.per_cell)
+        return [self._case(params, cell, rng, tok) for cell in cells]
 
-    def _case(
-        self, p: CodeParams, length: int, depth: float, index: int, rng: random.Random, tok: PromptTokenizer
-    ) -> CaseDraft:
+    def _case(self, p: CodeParams, cell: DepthCell, rng: random.Random, tok: PromptTokenizer) -> CaseDraft:
         template = TEMPLATES[rng.choice(sorted(TEMPLATES))]
         k = rng.randrange(2, 10)
         tests = unit_tests(template, k, rng, p.num_tests)
@@ -154,21 +150,23 @@ class CodeGenerator:
             "```python code block."
         )
         seed = rng.random()
-
-        def build(n: int) -> Messages:
-            notes = place(haystack_words(p.haystack, n, random.Random(seed)), [(depth, note)])
-            return ({"role": "user", "content": f"{INTRO}\n\n{notes}\n\n{request}"},)
-
-        return CaseDraft(
+        messages = haystack_prompt(
+            lambda context: user_prompt(INTRO, context, request),
+            p.haystack,
+            [(cell.depth, note)],
+            seed,
+            cell.length,
+            tok,
+        )
+        return draft(
+            cell,
+            p,
             task="code",
-            messages=build(fit_to_length(build, length, tok, hi=max(8, length // 2))),
+            messages=messages,
             validator="python_tests",
             expected=tests,
-            max_new_tokens=p.max_new_tokens,
             question=request,
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
-            params={"length": length, "depth": depth, "index": index, "haystack": p.haystack},
+            haystack=p.haystack,
         )
 
 

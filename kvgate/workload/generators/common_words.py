@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket
+from kvgate.workload.generators.base import GENERATORS, Messages
+from kvgate.workload.generators.cells import Cell, cells, draft
 from kvgate.workload.generators.common import (
     ENGLISH_WORDS,
     check_lengths,
@@ -31,6 +32,7 @@ from kvgate.workload.generators.common import (
     distinct,
     fit_within,
 )
+from kvgate.workload.generators.prompts import user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 
@@ -79,15 +81,9 @@ class CommonWordsGenerator:
     def generate(
         self, params: CommonWordsParams, rng: random.Random, tok: PromptTokenizer
     ) -> list[CaseDraft]:
-        return [
-            self._case(params, length, index, rng, tok)
-            for length in params.lengths
-            for index in range(params.per_cell)
-        ]
+        return [self._case(params, cell, rng, tok) for cell in cells(params.lengths, params.per_cell)]
 
-    def _case(
-        self, p: CommonWordsParams, length: int, index: int, rng: random.Random, tok: PromptTokenizer
-    ) -> CaseDraft:
+    def _case(self, p: CommonWordsParams, cell: Cell, rng: random.Random, tok: PromptTokenizer) -> CaseDraft:
         k = p.num_common
         common = distinct(lambda: rng.choice(ENGLISH_WORDS), k)
         uncommon = [w for w in ENGLISH_WORDS if not any(w in c or c in w for c in common)]
@@ -101,32 +97,27 @@ class CommonWordsGenerator:
         def build(n: int, fc: int) -> Messages:
             words = common * fc + uncommon[:n] * p.freq_uncommon
             random.Random(seed).shuffle(words)
-            return ({"role": "user", "content": f"{CWE_INTRO}\n\n{_numbered(words)}\n\n{question}"},)
+            return user_prompt(CWE_INTRO, _numbered(words), question)
 
-        fc = p.freq_common or _auto_freq(lambda f: build(0, f), p.freq_uncommon, length, tok)
+        fc = p.freq_common or _auto_freq(lambda f: build(0, f), p.freq_uncommon, cell.length, tok)
         n = fit_within(
             lambda m: build(m, fc),
-            length,
+            cell.length,
             tok,
             max_n=len(uncommon),
             what=f"all {len(uncommon)} uncommon words (raise freq_uncommon for longer lists)",
         )
-        return CaseDraft(
+        return draft(
+            cell,
+            p,
             task="cwe",
             messages=build(n, fc),
             validator="substring_all",
             expected=common,
-            max_new_tokens=p.max_new_tokens,
             question=question,
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length)},
-            params={
-                "length": length,
-                "index": index,
-                "num_common": k,
-                "freq_common": fc,
-                "freq_uncommon": p.freq_uncommon,
-            },
+            num_common=k,
+            freq_common=fc,
+            freq_uncommon=p.freq_uncommon,
         )
 
 
@@ -187,20 +178,10 @@ class FreqWordsGenerator:
 
     def generate(self, params: FreqWordsParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
         cum = list(accumulate(1.0 / r**params.alpha for r in range(1, params.vocab_size + 1)))
-        return [
-            self._case(params, cum, length, index, rng, tok)
-            for length in params.lengths
-            for index in range(params.per_cell)
-        ]
+        return [self._case(params, cum, cell, rng, tok) for cell in cells(params.lengths, params.per_cell)]
 
     def _case(
-        self,
-        p: FreqWordsParams,
-        cum: list[float],
-        length: int,
-        index: int,
-        rng: random.Random,
-        tok: PromptTokenizer,
+        self, p: FreqWordsParams, cum: list[float], cell: Cell, rng: random.Random, tok: PromptTokenizer
     ) -> CaseDraft:
         k = p.top_k
         question = (
@@ -209,28 +190,28 @@ class FreqWordsGenerator:
         )
         for _attempt in range(20):
             stream = rng.choices(
-                _coded_vocab(rng, p.vocab_size), cum_weights=cum, k=length
+                _coded_vocab(rng, p.vocab_size), cum_weights=cum, k=cell.length
             )  # ≥ 1 token a word
 
             def build(n: int, stream: list[str] = stream) -> Messages:
-                return ({"role": "user", "content": f"{FWE_INTRO}\n\n{' '.join(stream[:n])}\n\n{question}"},)
+                return user_prompt(FWE_INTRO, " ".join(stream[:n]), question)
 
-            n = fit_within(build, length, tok, max_n=len(stream), what="the coded text")
+            n = fit_within(build, cell.length, tok, max_n=len(stream), what="the coded text")
             ranked = Counter(stream[:n]).most_common()
             if len(ranked) > k and ranked[k - 1][1] > ranked[k][1]:
                 break
         else:
             raise ValueError(f"no unambiguous top {k} in 20 draws; lower top_k or raise alpha")
-        return CaseDraft(
+        return draft(
+            cell,
+            p,
             task="fwe",
             messages=build(n),
             validator="substring_all",
             expected=[w for w, _ in ranked[:k]],
-            max_new_tokens=p.max_new_tokens,
             question=question,
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length)},
-            params={"length": length, "index": index, "top_k": k, "alpha": p.alpha},
+            top_k=k,
+            alpha=p.alpha,
         )
 
 

@@ -14,7 +14,8 @@ import random
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket
+from kvgate.workload.generators.base import GENERATORS, Messages
+from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import (
     check_depths,
     check_lengths,
@@ -22,6 +23,7 @@ from kvgate.workload.generators.common import (
     fit_within,
     random_uuid,
 )
+from kvgate.workload.generators.prompts import user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 INTRO = "Extract the value corresponding to the specified key in the JSON object below."
@@ -54,43 +56,32 @@ class KVRetrievalGenerator:
     def generate(
         self, params: KVRetrievalParams, rng: random.Random, tok: PromptTokenizer
     ) -> list[CaseDraft]:
-        return [
-            self._case(params, length, depth, index, rng, tok)
-            for length in params.lengths
-            for depth in params.depths
-            for index in range(params.per_cell)
-        ]
+        cells = depth_cells(params.lengths, params.depths, params.per_cell)
+        return [self._case(params, cell, rng, tok) for cell in cells]
 
     def _case(
-        self,
-        p: KVRetrievalParams,
-        length: int,
-        depth: float,
-        index: int,
-        rng: random.Random,
-        tok: PromptTokenizer,
+        self, p: KVRetrievalParams, cell: DepthCell, rng: random.Random, tok: PromptTokenizer
     ) -> CaseDraft:
         # uuid4s from a seeded stream: 122 random bits each, so no two collide in practice
-        pool = [(random_uuid(rng), random_uuid(rng)) for _ in range(max(2, length // 16))]
+        pool = [(random_uuid(rng), random_uuid(rng)) for _ in range(max(2, cell.length // 16))]
 
         def build(n: int) -> Messages:
             pairs = pool[: max(1, n)]
-            key = pairs[_position(depth, len(pairs))][0]
+            key = pairs[_position(cell.depth, len(pairs))][0]
             data = json.dumps(dict(pairs), indent=1)
-            return ({"role": "user", "content": f"{INTRO}\n\nJSON data:\n{data}\n\n{_question(key)}"},)
+            return user_prompt(INTRO, f"JSON data:\n{data}", _question(key))
 
-        n = max(1, fit_within(build, length, tok, max_n=len(pool), what=f"{len(pool)} pairs"))
-        key, value = pool[_position(depth, n)]
-        return CaseDraft(
+        n = max(1, fit_within(build, cell.length, tok, max_n=len(pool), what=f"{len(pool)} pairs"))
+        key, value = pool[_position(cell.depth, n)]
+        return draft(
+            cell,
+            p,
             task="kv_retrieval",
             messages=build(n),
             validator="substring_all",
             expected=[value],
-            max_new_tokens=p.max_new_tokens,
             question=_question(key),
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
-            params={"length": length, "depth": depth, "index": index, "pairs": n},
+            pairs=n,
         )
 
 

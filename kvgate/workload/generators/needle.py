@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket, fit_to_length
+from kvgate.workload.generators.base import GENERATORS
+from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import (
     check_choice,
     check_depths,
@@ -33,7 +34,8 @@ from kvgate.workload.generators.common import (
     random_number,
     random_uuid,
 )
-from kvgate.workload.generators.haystacks import HAYSTACKS, haystack_words, place
+from kvgate.workload.generators.haystacks import HAYSTACKS
+from kvgate.workload.generators.prompts import haystack_prompt, user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 VARIANTS = ("single", "multikey", "multivalue", "multiquery")
@@ -88,16 +90,10 @@ class NeedleGenerator:
     params_type: type = NeedleParams
 
     def generate(self, params: NeedleParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
-        drafts = []
-        for length in params.lengths:
-            for depth in params.depths:
-                for index in range(params.per_cell):
-                    drafts.append(self._case(params, length, depth, index, rng, tok))
-        return drafts
+        cells = depth_cells(params.lengths, params.depths, params.per_cell)
+        return [self._case(params, cell, rng, tok) for cell in cells]
 
-    def _case(
-        self, p: NeedleParams, length: int, depth: float, index: int, rng: random.Random, tok: PromptTokenizer
-    ) -> CaseDraft:
+    def _case(self, p: NeedleParams, cell: DepthCell, rng: random.Random, tok: PromptTokenizer) -> CaseDraft:
         n = p.needles
         n_keys = 1 if p.variant in ("single", "multivalue") else n
         keys = distinct(_maker(p.key_type, rng), n_keys)
@@ -115,7 +111,7 @@ class NeedleGenerator:
         noun = _PLURAL[p.value_type]
         needles = [f"One of the special magic {noun} for {k} is: {v}." for k, v in pairs]
         # the first needle of the answer at the cell's depth; the rest, answers and distractors, anywhere
-        depths = [depth, *(rng.random() for _ in needles[1:])]
+        depths = [cell.depth, *(rng.random() for _ in needles[1:])]
         order = list(range(len(needles)))
         rng.shuffle(order)  # so the answer needle is not always inserted first at a shared boundary
         seed = rng.random()
@@ -127,32 +123,27 @@ class NeedleGenerator:
             f"What are all the special magic {noun} for {join_words(asked)} mentioned in the provided text? "
             f"Answer with the {noun} only."
         )
-
-        def build(k: int) -> Messages:
-            words = haystack_words(p.haystack, k, random.Random(seed))
-            body = place(words, [(depths[i], needles[i]) for i in order])
-            return ({"role": "user", "content": f"{intro}\n\n{body}\n\n{question}"},)
-
-        messages = build(fit_to_length(build, length, tok, hi=max(8, length // 2)))
-        return CaseDraft(
+        messages = haystack_prompt(
+            lambda context: user_prompt(intro, context, question),
+            p.haystack,
+            [(depths[i], needles[i]) for i in order],
+            seed,
+            cell.length,
+            tok,
+        )
+        return draft(
+            cell,
+            p,
             task=f"niah_{p.variant}",
             messages=messages,
             validator="substring_all",
             expected=answer,
-            max_new_tokens=p.max_new_tokens,
             question=question,
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
-            params={
-                "length": length,
-                "depth": depth,
-                "index": index,
-                "variant": p.variant,
-                "key_type": p.key_type,
-                "value_type": p.value_type,
-                "needles": n,
-                "haystack": p.haystack,
-            },
+            variant=p.variant,
+            key_type=p.key_type,
+            value_type=p.value_type,
+            needles=n,
+            haystack=p.haystack,
         )
 
 

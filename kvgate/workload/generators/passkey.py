@@ -10,8 +10,11 @@ import random
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket, fit_to_length
+from kvgate.workload.generators.base import GENERATORS, Messages, fit_to_length
+from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
+from kvgate.workload.generators.common import check_depths, check_lengths, random_number
 from kvgate.workload.generators.haystacks import haystack_units
+from kvgate.workload.generators.prompts import user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 INTRO = (
@@ -32,10 +35,8 @@ class PasskeyParams:
     critical: bool = False
 
     def __post_init__(self) -> None:
-        if not self.lengths or any(n < 64 for n in self.lengths):
-            raise ValueError("lengths must be a non-empty list of token counts ≥ 64")
-        if not self.depths or any(not 0.0 <= d <= 1.0 for d in self.depths):
-            raise ValueError("depths must be a non-empty list of fractions in [0, 1]")
+        check_lengths(self.lengths)
+        check_depths(self.depths)
         if self.per_cell < 1 or not 1 <= self.digits <= 12:
             raise ValueError("per_cell must be ≥ 1 and digits in [1, 12]")
 
@@ -47,35 +48,28 @@ class PasskeyGenerator:
     params_type: type = PasskeyParams
 
     def generate(self, params: PasskeyParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
-        drafts = []
-        for length in params.lengths:
-            for depth in params.depths:
-                for index in range(params.per_cell):
-                    key = str(rng.randrange(10 ** (params.digits - 1), 10**params.digits))
-                    seed = rng.random()
+        cells = depth_cells(params.lengths, params.depths, params.per_cell)
+        return [self._case(params, cell, rng, tok) for cell in cells]
 
-                    def build(n: int, key: str = key, depth: float = depth, seed: float = seed) -> Messages:
-                        units = haystack_units(params.haystack, n, random.Random(seed))
-                        at = round(depth * n)
-                        needle = f"The pass key is {key}. Remember it. {key} is the pass key."
-                        body = " ".join([*units[:at], needle, *units[at:]])
-                        return ({"role": "user", "content": f"{INTRO}\n\n{body}\n\n{QUESTION}"},)
+    def _case(self, p: PasskeyParams, cell: DepthCell, rng: random.Random, tok: PromptTokenizer) -> CaseDraft:
+        key = random_number(rng, p.digits)
+        seed = rng.random()
+        needle = f"The pass key is {key}. Remember it. {key} is the pass key."
 
-                    messages = build(fit_to_length(build, length, tok, hi=max(8, length // 16)))
-                    drafts.append(
-                        CaseDraft(
-                            task="passkey",
-                            messages=messages,
-                            validator="substring_all",
-                            expected=[key],
-                            max_new_tokens=params.max_new_tokens,
-                            question=QUESTION,
-                            critical=params.critical,
-                            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
-                            params={"length": length, "depth": depth, "index": index},
-                        )
-                    )
-        return drafts
+        def build(n: int) -> Messages:
+            units = haystack_units(p.haystack, n, random.Random(seed))
+            at = round(cell.depth * n)
+            return user_prompt(INTRO, " ".join([*units[:at], needle, *units[at:]]), QUESTION)
+
+        return draft(
+            cell,
+            p,
+            task="passkey",
+            messages=build(fit_to_length(build, cell.length, tok, hi=max(8, cell.length // 16))),
+            validator="substring_all",
+            expected=[key],
+            question=QUESTION,
+        )
 
 
 GENERATORS.register("passkey", PasskeyGenerator())

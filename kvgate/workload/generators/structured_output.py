@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket
+from kvgate.workload.generators.base import GENERATORS, Messages
+from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_depths, check_lengths, check_positive, fit_within
+from kvgate.workload.generators.prompts import user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 
@@ -94,24 +96,14 @@ class StructuredOutputGenerator:
     def generate(
         self, params: StructuredOutputParams, rng: random.Random, tok: PromptTokenizer
     ) -> list[CaseDraft]:
-        return [
-            self._case(params, length, depth, index, rng, tok)
-            for length in params.lengths
-            for depth in params.depths
-            for index in range(params.per_cell)
-        ]
+        cells = depth_cells(params.lengths, params.depths, params.per_cell)
+        return [self._case(params, cell, rng, tok) for cell in cells]
 
     def _case(
-        self,
-        p: StructuredOutputParams,
-        length: int,
-        depth: float,
-        index: int,
-        rng: random.Random,
-        tok: PromptTokenizer,
+        self, p: StructuredOutputParams, cell: DepthCell, rng: random.Random, tok: PromptTokenizer
     ) -> CaseDraft:
         names = [f"{first} {last}" for first in FIRST for last in LAST]
-        size = min(len(names), max(8, length // 8))
+        size = min(len(names), max(8, cell.length // 8))
         records = [
             {
                 "id": i,
@@ -129,21 +121,19 @@ class StructuredOutputGenerator:
         )
 
         def build(n: int) -> Messages:
-            at = round(depth * min(n, len(others)))
+            at = round(cell.depth * min(n, len(others)))
             lines = [_line(r) for r in [*others[:at], target, *others[at:n]]]
-            return ({"role": "user", "content": f"{INTRO}\n\n" + "\n".join(lines) + f"\n\n{question}"},)
+            return user_prompt(INTRO, "\n".join(lines), question)
 
-        n = fit_within(build, length, tok, max_n=len(others), what=f"{len(records)} records")
-        return CaseDraft(
+        n = fit_within(build, cell.length, tok, max_n=len(others), what=f"{len(records)} records")
+        return draft(
+            cell,
+            p,
             task="structured_output",
             messages=build(n),
             validator="json_schema",
             expected=pinned_schema(target),
-            max_new_tokens=p.max_new_tokens,
             question=question,
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
-            params={"length": length, "depth": depth, "index": index},
         )
 
 

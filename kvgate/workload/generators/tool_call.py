@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, depth_bucket, fit_to_length
+from kvgate.workload.generators.base import GENERATORS
+from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_choice, check_depths, check_lengths, check_positive
-from kvgate.workload.generators.haystacks import HAYSTACKS, haystack_words, place
+from kvgate.workload.generators.haystacks import HAYSTACKS
+from kvgate.workload.generators.prompts import haystack_prompt, user_prompt
 from kvgate.workload.generators.structured_output import CITIES
 from kvgate.workload.tokenizer import PromptTokenizer
 
@@ -145,40 +147,32 @@ class ToolCallGenerator:
     params_type: type = ToolCallParams
 
     def generate(self, params: ToolCallParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
-        return [
-            self._case(params, length, depth, index, rng, tok)
-            for length in params.lengths
-            for depth in params.depths
-            for index in range(params.per_cell)
-        ]
+        cells = depth_cells(params.lengths, params.depths, params.per_cell)
+        return [self._case(params, cell, rng, tok) for cell in cells]
 
     def _case(
-        self,
-        p: ToolCallParams,
-        length: int,
-        depth: float,
-        index: int,
-        rng: random.Random,
-        tok: PromptTokenizer,
+        self, p: ToolCallParams, cell: DepthCell, rng: random.Random, tok: PromptTokenizer
     ) -> CaseDraft:
         fact, request, call = rng.choice(SCENARIOS)(rng)
         seed = rng.random()
         system = {"role": "system", "content": tools_system_prompt(TOOLS)}
-
-        def build(n: int) -> Messages:
-            notes = place(haystack_words(p.haystack, n, random.Random(seed)), [(depth, fact)])
-            return (system, {"role": "user", "content": f"{INTRO}\n\n{notes}\n\n{request}"})
-
-        return CaseDraft(
+        messages = haystack_prompt(
+            lambda context: (system, *user_prompt(INTRO, context, request)),
+            p.haystack,
+            [(cell.depth, fact)],
+            seed,
+            cell.length,
+            tok,
+        )
+        return draft(
+            cell,
+            p,
             task="tool_call",
-            messages=build(fit_to_length(build, length, tok, hi=max(8, length // 2))),
+            messages=messages,
             validator="tool_call",
             expected=call,
-            max_new_tokens=p.max_new_tokens,
             question=request,
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length), "depth_bucket": depth_bucket(depth)},
-            params={"length": length, "depth": depth, "index": index, "haystack": p.haystack},
+            haystack=p.haystack,
         )
 
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, ctx_bucket, fit_to_length
+from kvgate.workload.generators.base import GENERATORS
+from kvgate.workload.generators.cells import Cell, cells, draft
 from kvgate.workload.generators.common import (
     check_choice,
     check_lengths,
@@ -24,7 +25,8 @@ from kvgate.workload.generators.common import (
     distinct,
     random_number,
 )
-from kvgate.workload.generators.haystacks import HAYSTACKS, essay_words, haystack_words, place
+from kvgate.workload.generators.haystacks import HAYSTACKS, essay_words
+from kvgate.workload.generators.prompts import haystack_prompt, user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 INTRO = "Memorize and track the chain(s) of variable assignment hidden in the following text."
@@ -64,14 +66,10 @@ class VariableTrackingGenerator:
     def generate(
         self, params: VariableTrackingParams, rng: random.Random, tok: PromptTokenizer
     ) -> list[CaseDraft]:
-        return [
-            self._case(params, length, index, rng, tok)
-            for length in params.lengths
-            for index in range(params.per_cell)
-        ]
+        return [self._case(params, cell, rng, tok) for cell in cells(params.lengths, params.per_cell)]
 
     def _case(
-        self, p: VariableTrackingParams, length: int, index: int, rng: random.Random, tok: PromptTokenizer
+        self, p: VariableTrackingParams, cell: Cell, rng: random.Random, tok: PromptTokenizer
     ) -> CaseDraft:
         per_chain = p.num_hops + 1
         names = distinct(lambda: _name(rng), p.num_chains * per_chain)
@@ -97,27 +95,20 @@ class VariableTrackingGenerator:
             f"Find all variables that are assigned the value {values[0]} in the text above. "
             "Answer with the variable names only, separated by commas."
         )
-
-        def build(n: int) -> Messages:
-            body = place(haystack_words(p.haystack, n, random.Random(seed)), needles)
-            return ({"role": "user", "content": f"{INTRO}\n\n{body}\n\n{question}"},)
-
-        return CaseDraft(
+        messages = haystack_prompt(
+            lambda context: user_prompt(INTRO, context, question), p.haystack, needles, seed, cell.length, tok
+        )
+        return draft(
+            cell,
+            p,
             task="variable_tracking",
-            messages=build(fit_to_length(build, length, tok, hi=max(8, length // 2))),
+            messages=messages,
             validator="substring_all",
             expected=chains[0],
-            max_new_tokens=p.max_new_tokens,
             question=question,
-            critical=p.critical,
-            slices={"ctx_bucket": ctx_bucket(length)},
-            params={
-                "length": length,
-                "index": index,
-                "num_chains": p.num_chains,
-                "num_hops": p.num_hops,
-                "haystack": p.haystack,
-            },
+            num_chains=p.num_chains,
+            num_hops=p.num_hops,
+            haystack=p.haystack,
         )
 
 
