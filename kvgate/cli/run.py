@@ -98,9 +98,9 @@ def run(
             with stdout_to_stderr():
                 run_dir = run_job(opts)
         else:
-            from kvgate.cli.progress import RichProgress
+            from kvgate.cli.progress import progress_for_stderr
 
-            with RichProgress() as progress:
+            with progress_for_stderr() as progress:
                 run_dir = run_job(opts, progress)
     except KeyboardInterrupt:
         click.echo(

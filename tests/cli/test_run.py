@@ -29,8 +29,8 @@ def test_defaults_freeze_the_smoke_suite_and_show_progress_per_arm(tmp_path: Pat
     assert result.exit_code == 3, result.output  # 24 cases: too few control passes to decide
     assert (tmp_path / "runs" / "workloads" / "smoke.words.parquet").exists()
     bars = [line for line in result.stderr.splitlines() if "cases/s" in line]
-    assert [line.split()[0] for line in bars] == ["full", "full", "streaming-50", "fp8-e4m3"]
-    assert "(A/A replicate 1)" in bars[1] and all("24/24" in b and "ETA" in b for b in bars)
+    assert [line.split()[0].rstrip(":") for line in bars] == ["full", "full", "streaming-50", "fp8-e4m3"]
+    assert "(A/A replicate 1)" in bars[1] and all("done, 24/24 cases" in b for b in bars)
     assert "results: " in result.stderr
     assert "gate: INCONCLUSIVE (exit 3)" in result.stdout
 
@@ -60,7 +60,33 @@ def test_resumed_bars_start_from_the_stored_rows(smoke_workload: Path, tmp_path:
     assert result.exit_code == 3
     bars = [line for line in result.stderr.splitlines() if "24/24" in line]
     assert len(bars) == 4
-    assert all("— ETA" in b for b in bars)  # already complete: nothing generated, so no rate
+    assert all("cases/s" not in b for b in bars)  # already complete: nothing generated, so no rate
+    assert result.stderr.count("0 of 24 cases to generate") == 4
+
+
+def test_a_terminal_gets_a_bar_and_a_log_gets_lines() -> None:
+    import io
+
+    from rich.console import Console
+
+    from kvgate.cli.progress import LineProgress, RichProgress
+
+    screen = io.StringIO()
+    with RichProgress(Console(file=screen, force_terminal=True, width=100)) as bar:
+        bar.start("full", total=3, done=1)
+        bar.advance(2)
+        bar.finish()
+    assert "full" in screen.getvalue() and "3/3" in screen.getvalue()
+    log = io.StringIO()
+    with LineProgress(log, every_s=0.0) as lines:
+        lines.start("fp8-e4m3", total=3, done=1)
+        lines.advance(1)
+        lines.advance(1)
+        lines.finish()
+    text = log.getvalue().splitlines()
+    assert text[0] == "fp8-e4m3: 2 of 3 cases to generate"
+    assert text[1].startswith("fp8-e4m3: at 2/3 cases") and text[-1].startswith("fp8-e4m3: done, 3/3 cases")
+    assert len(text) == 4
 
 
 def test_stdout_to_stderr_catches_native_writes(capfd: pytest.CaptureFixture[str]) -> None:
