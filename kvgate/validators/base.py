@@ -34,3 +34,18 @@ class Validator(Protocol):
     def check_args(self, expected: Any, args: dict[str, Any]) -> None: ...
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict: ...
+
+
+def expected_strings(expected: Any) -> list[str]:
+    """`expected` as the acceptable strings: one string, or a non-empty list of them."""
+    if isinstance(expected, str):
+        return [expected]
+    if isinstance(expected, list) and expected and all(isinstance(e, str) for e in expected):
+        return expected
+    raise ValueError(f"expected must be a string or a non-empty list of strings, got {expected!r}")
+
+
+def refuse_args(name: str, args: dict[str, Any]) -> None:
+    """`check_args` of a validator that takes no arguments."""
+    if args:
+        raise ValueError(f"{name} takes no arguments, got {sorted(args)}")

@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from kvgate.validators.base import Verdict
+from kvgate.validators.base import Verdict, expected_strings, refuse_args
 from kvgate.validators.registry import VALIDATORS
 
 
@@ -26,14 +26,6 @@ def normalise(text: str) -> str:
     return text[start:end]
 
 
-def _answers(expected: Any) -> list[str]:
-    if isinstance(expected, str):
-        return [expected]
-    if isinstance(expected, list) and expected and all(isinstance(e, str) for e in expected):
-        return expected
-    raise ValueError(f"expected must be a string or a non-empty list of strings, got {expected!r}")
-
-
 @dataclass(frozen=True)
 class Exact:
     """Pass when the normalised output equals one of the normalised expected strings."""
@@ -41,13 +33,12 @@ class Exact:
     name: str = "exact"
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
-        _answers(expected)
-        if args:
-            raise ValueError(f"{self.name} takes no arguments, got {sorted(args)}")
+        expected_strings(expected)
+        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         got = normalise(output)
-        if any(got == normalise(e) for e in _answers(expected)):
+        if any(got == normalise(e) for e in expected_strings(expected)):
             return Verdict.ok()
         return Verdict.fail("mismatch", f"got {got[:60]!r}")
 

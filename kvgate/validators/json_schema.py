@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from kvgate.validators.base import Verdict
+from kvgate.validators.base import Verdict, refuse_args
 from kvgate.validators.registry import VALIDATORS
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
@@ -80,8 +80,7 @@ class JsonSchema:
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         _validator(expected)
-        if args:
-            raise ValueError(f"{self.name} takes no arguments, got {sorted(args)}")
+        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         try:

@@ -5,16 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvgate.validators.base import Verdict
+from kvgate.validators.base import Verdict, expected_strings, refuse_args
 from kvgate.validators.registry import VALIDATORS
-
-
-def _needles(expected: Any) -> list[str]:
-    if isinstance(expected, str):
-        return [expected]
-    if isinstance(expected, list) and expected and all(isinstance(e, str) for e in expected):
-        return expected
-    raise ValueError(f"expected must be a string or a non-empty list of strings, got {expected!r}")
 
 
 @dataclass(frozen=True)
@@ -24,13 +16,12 @@ class SubstringAll:
     name: str = "substring_all"
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
-        _needles(expected)
-        if args:
-            raise ValueError(f"{self.name} takes no arguments, got {sorted(args)}")
+        expected_strings(expected)
+        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         text = output.lower()
-        missing = [n for n in _needles(expected) if n.lower() not in text]
+        missing = [n for n in expected_strings(expected) if n.lower() not in text]
         return Verdict.ok() if not missing else Verdict.fail("mismatch", f"missing {missing[0]!r}")
 
 
@@ -41,13 +32,12 @@ class SubstringAny:
     name: str = "substring_any"
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
-        _needles(expected)
-        if args:
-            raise ValueError(f"{self.name} takes no arguments, got {sorted(args)}")
+        expected_strings(expected)
+        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         text = output.lower()
-        if any(n.lower() in text for n in _needles(expected)):
+        if any(n.lower() in text for n in expected_strings(expected)):
             return Verdict.ok()
         return Verdict.fail("mismatch", "none of the expected strings")
 

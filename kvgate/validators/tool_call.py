@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kvgate.validators.base import Verdict
+from kvgate.validators.base import Verdict, refuse_args
 from kvgate.validators.json_schema import iter_json
 from kvgate.validators.registry import VALIDATORS
 
@@ -74,8 +74,7 @@ class ToolCall:
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         _expected(expected)
-        if args:
-            raise ValueError(f"{self.name} takes no arguments, got {sorted(args)}")
+        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         want_name, want_args = _expected(expected)

@@ -13,9 +13,16 @@ A suite spec names the data and how its columns map onto a case, in ``[[dataset]
 
 The rows are read with ``datasets.load_dataset(path, name, split=..., data_files=..., revision=...)``,
 so anything `datasets` can load works: hub datasets in a standard format, local JSONL/JSON/Parquet/CSV
-files (relative paths are relative to the working directory), and archives through fsspec chains as
-above. Data sets published with a loading script (LongBench's own ``THUDM/LongBench``) no longer load
-by hub id since `datasets` 4; point ``data_files`` at their data files instead.
+files, and archives through fsspec chains as above. Data sets published with a loading script
+(LongBench's own ``THUDM/LongBench``) no longer load by hub id since `datasets` 4; point ``data_files``
+at their data files instead.
+
+Relative local paths are relative to the suite file's folder, whatever the working directory: each
+``data_files`` entry (globs included) unless it is a URL (``scheme://``, so ``hf://`` too) or an fsspec
+chain (``::``), which pass to `datasets` as written, and ``path`` when it names a file or folder beside
+the suite or starts with ``.``; any other ``path`` is a builder name or a hub id and stays as written.
+Absolute paths are used as they are. Inside a chain, a local archive path is fsspec's own, so write it
+absolute.
 
 Each row becomes one user message rendered from ``template`` (``{context}`` and ``{question}``; literal
 braces doubled); the case's ``question`` is the template's text from the end of ``{context}`` on, so
@@ -34,7 +41,7 @@ import random
 import re
 import string
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kvgate.errors import BadInput
@@ -191,9 +198,11 @@ class DatasetSource:
     name: str = "dataset"
     version: str = "1"
     params_type: type = DatasetParams
+    folder: Path = Path()
+    """Where relative local paths are read from: the suite file's folder (`parse_suite` sets it)."""
 
     def generate(self, params: DatasetParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
-        rows = load_rows(params)
+        rows = load_rows(params, self.folder)
         drafts = []
         for index, row in rows:
             where = f"dataset {params.path!r} row {index}"
@@ -259,16 +268,37 @@ class DatasetSource:
         )
 
 
-def load_rows(p: DatasetParams) -> list[tuple[int, dict[str, Any]]]:
-    """(row index, row) pairs after ``where`` and ``limit``; loading problems are BadInput."""
+def _data_file(folder: Path, value: str) -> str:
+    """A ``data_files`` entry read from `folder` when it is a relative local path; URLs and fsspec chains
+    as written (an absolute path stays absolute under the join)."""
+    return value if "://" in value or "::" in value else str(folder / value)
+
+
+def _dataset_path(folder: Path, value: str) -> str:
+    """``path`` read from `folder` when it is local; a builder name or hub id as written."""
+    if value in FILE_BUILDERS or "://" in value:
+        return value
+    local = folder / value
+    return str(local) if value.startswith(".") or local.exists() else value
+
+
+def load_rows(p: DatasetParams, folder: Path = Path()) -> list[tuple[int, dict[str, Any]]]:
+    """(row index, row) pairs after ``where`` and ``limit``, relative local paths read from `folder`;
+    loading problems are BadInput."""
     try:
         import datasets
     except ImportError:
         raise BadInput("dataset suites need the `datasets` package: pip install 'kvgate[datasets]'") from None
     what = f"dataset {p.path!r}" + (f" ({p.name})" if p.name else "")
-    data_files = list(p.data_files) if isinstance(p.data_files, tuple) else p.data_files
+    data_files: str | list[str] | None = None
+    if isinstance(p.data_files, tuple):
+        data_files = [_data_file(folder, f) for f in p.data_files]
+    elif p.data_files is not None:
+        data_files = _data_file(folder, p.data_files)
     try:
-        ds = datasets.load_dataset(p.path, p.name, split=p.split, data_files=data_files, revision=p.revision)
+        ds = datasets.load_dataset(
+            _dataset_path(folder, p.path), p.name, split=p.split, data_files=data_files, revision=p.revision
+        )
     except Exception as exc:  # the loader raises many kinds: network, missing files, bad format, split
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise BadInput(
@@ -286,6 +316,3 @@ def load_rows(p: DatasetParams) -> list[tuple[int, dict[str, Any]]]:
             if p.limit is not None and len(rows) >= p.limit:
                 break
     return rows
-
-
-DATASET_SOURCE = DatasetSource()

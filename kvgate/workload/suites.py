@@ -8,7 +8,9 @@
     …  # the generator's parameters (its params dataclass fields); unknown keys are errors
 
 `[[dataset]]` entries (kvgate.workload.datasets) and `[[trace]]` entries (kvgate.workload.traces) take
-their source's parameters the same way; a suite needs at least one entry of any kind.
+their source's parameters the same way; a suite needs at least one entry of any kind. Their relative file
+paths are relative to the suite file's folder: each suite gets its own source objects bound to that folder,
+and the parameters keep the paths as written (case ids hash them), resolved only when the data is read.
 """
 
 from __future__ import annotations
@@ -52,12 +54,12 @@ def _load_generators() -> None:
     )
 
 
-def _sources() -> dict[str, Generator]:
-    """The non-generator entry kinds: `[[dataset]]` and `[[trace]]` tables."""
-    from kvgate.workload.datasets import DATASET_SOURCE
-    from kvgate.workload.traces import TRACE_SOURCE
+def _sources(folder: Path) -> dict[str, Generator]:
+    """The non-generator entry kinds, `[[dataset]]` and `[[trace]]` tables, reading files from `folder`."""
+    from kvgate.workload.datasets import DatasetSource
+    from kvgate.workload.traces import TraceSource
 
-    return {"dataset": DATASET_SOURCE, "trace": TRACE_SOURCE}
+    return {"dataset": DatasetSource(folder=folder), "trace": TraceSource(folder=folder)}
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -79,7 +81,7 @@ def parse_suite(path: Path) -> SuiteSpec:
     _load_generators()
     data = load_toml(path)
     where = str(path)
-    sources = _sources()
+    sources = _sources(path.parent.absolute())
     check_keys(data, {"name", "description", "generate", *sources}, where, required=frozenset({"name"}))
     entries = []
     for i, table in enumerate(data.get("generate", [])):

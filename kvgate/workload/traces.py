@@ -3,9 +3,12 @@
 A suite spec names the trace in a ``[[trace]]`` table:
 
     [[trace]]
-    path = "traces/support-bot.jsonl"     # JSON Lines, or .parquet; relative to the working directory
+    path = "traces/support-bot.jsonl"     # JSON Lines, or .parquet; relative to the suite file's folder
     validator = "exact"                   # for records that name none
     prefix_min_tokens = 128
+
+``path`` is a local file: a relative one is read from the folder of the suite file, whatever the working
+directory, and an absolute one as it is.
 
 One record per line (or Parquet row)::
 
@@ -200,9 +203,11 @@ class TraceSource:
     name: str = "trace"
     version: str = "1"
     params_type: type = TraceParams
+    folder: Path = Path()
+    """Where a relative ``path`` is read from: the suite file's folder (`parse_suite` sets it)."""
 
     def generate(self, params: TraceParams, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]:
-        path = Path(params.path)
+        path = self.folder / params.path
         drafts: list[CaseDraft] = []
         for where, number, record in read_records(path):
             if params.limit is not None and len(drafts) >= params.limit:
@@ -284,6 +289,3 @@ class TraceSource:
                 "id": None if record.get("id") is None else str(record["id"]),
             },
         )
-
-
-TRACE_SOURCE = TraceSource()

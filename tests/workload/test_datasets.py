@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,35 @@ def test_longbench_from_a_zip_as_the_shipped_spec_reads_it(tmp_path: Path, datas
     cases = freeze(spec)
     assert [c.expected for c in cases] == [["Director0 Smith"], ["Director1 Smith"]]
     assert cases[0].task == "2wikimqa"  # from the data file's name
+
+
+def test_relative_paths_are_read_beside_the_suite(
+    tmp_path: Path, datasets_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "suites"
+    (folder / "data" / "qa").mkdir(parents=True)
+    write_jsonl(folder / "data" / "2wikimqa.jsonl", longbench_rows(2))
+    write_jsonl(folder / "data" / "qa" / "train.jsonl", longbench_rows(3))
+    spec = folder / "lb.toml"
+    spec.write_text(
+        f'name = "lb"\n\n[[dataset]]\npath = "json"\ndata_files = ["data/2wikimqa.jsonl"]\nsplit = "train"\n'
+        f'fields = {LONGBENCH_FIELDS}\n\n[[dataset]]\npath = "data/qa"\nsplit = "train"\n'
+        f"fields = {LONGBENCH_FIELDS}\n"
+    )
+    monkeypatch.chdir(folder)
+    from_its_folder = freeze(spec)  # where the paths used to be read from: the ids must not change
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cases = freeze(spec)
+    assert cases == from_its_folder
+    moved = shutil.copytree(folder, tmp_path / "moved")  # ids hash the paths as written, not as resolved
+    assert freeze(moved / "lb.toml") == cases
+    assert [c.task for c in cases] == ["2wikimqa"] * 2 + ["qa"] * 3  # labels from the paths as written
+    spec.write_text(spec.read_text().replace("data/2wikimqa.jsonl", "data/absent.jsonl"))
+    with pytest.raises(BadInput, match=re.escape(str(folder / "data" / "absent.jsonl"))) as error:
+        freeze(spec)
+    assert "\n" not in str(error.value)
 
 
 def test_where_and_limit(tmp_path: Path, datasets_cache: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +175,30 @@ def test_limit_and_missing_file(tmp_path: Path) -> None:
         freeze(suite(tmp_path, tmp_path / "absent.jsonl"))
     with pytest.raises(BadInput, match=r"\.jsonl, \.json, \.ndjson or \.parquet"):
         parse_suite(suite(tmp_path, tmp_path / "t.csv"))
+
+
+def test_a_relative_path_is_read_beside_the_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "suites"
+    (folder / "data").mkdir(parents=True)
+    write_jsonl(folder / "data" / "t.jsonl", records())
+    spec = folder / "t.toml"
+    spec.write_text('name = "traces"\n\n[[trace]]\npath = "data/t.jsonl"\nvalidator = "exact"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(folder)
+    from_its_folder = freeze(spec)  # where the path used to be read from: the ids must not change
+    monkeypatch.chdir(tmp_path)
+    suite = parse_suite(Path("suites/t.toml"))  # a relative suite path, then another working directory
+    monkeypatch.chdir(elsewhere)
+    assert freeze_cases([suite], TOK, seed=0) == from_its_folder
+    moved = shutil.copytree(folder, tmp_path / "moved")  # ids hash the path as written, not as resolved
+    assert freeze(moved / "t.toml") == from_its_folder
+    assert len(from_its_folder) == 3
+    spec.write_text(spec.read_text().replace("data/t.jsonl", "data/absent.jsonl"))
+    with pytest.raises(
+        BadInput, match=f"^trace {re.escape(str(folder / 'data' / 'absent.jsonl'))} does not exist$"
+    ):
+        freeze(spec)
 
 
 def test_turn_buckets() -> None:

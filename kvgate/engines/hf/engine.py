@@ -19,7 +19,7 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -52,6 +52,21 @@ class Reuser(Protocol):
     ) -> tuple[torch.Tensor | None, int]: ...
 
 
+@contextlib.contextmanager
+def _without_progress_bars() -> Iterator[None]:
+    """Hide transformers' progress bars ("Loading weights") while loading: they would land in the
+    user's run output. Its warnings still show; the bars come back afterwards if they were on."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
 class HFEngine:
     name = "hf"
 
@@ -79,10 +94,11 @@ class HFEngine:
         self.model_spec = model
         self.device = torch.device(device)
         self.dtype = dtype
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(folder))
-        self.model: Any = cast(
-            Any, AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
-        )
+        with _without_progress_bars():
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(str(folder))
+            self.model: Any = cast(
+                Any, AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
+            )
         self.model.to(self.device).eval()
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
