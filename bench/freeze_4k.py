@@ -97,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="500 cases, a side-by-side sample of 10")
     parser.add_argument("--cases", type=int, default=None, help=f"cases to freeze (default {CASES:,})")
-    parser.add_argument("--sample", type=int, default=None, help="cases in the side-by-side (default 50)")
+    parser.add_argument("--sample", type=int, default=None, help="cases in the side-by-side (default 200)")
     args = parser.parse_args(argv)
     cases = args.cases or (500 if args.quick else CASES)
-    sample = args.sample or (10 if args.quick else 50)
+    sample = args.sample or (10 if args.quick else 200)
     load = common.load_average()
     with tempfile.TemporaryDirectory(prefix="kvgate-bench-freeze4k-") as tmp:
         root = Path(tmp)
@@ -113,13 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         _row("freeze 1 case (fixed: imports, tokenizer load, write)", one),
         _row(f"**freeze {cases:,} cases**", full),
         [
-            f"in process, chunked encoding, × {CASES:,}",
+            f"in process, chunked encoding: per case on the sample × {CASES:,}",
             f"{side['chunked_s'] * CASES:.0f}",
             f"{side['chunked_cpu_s'] * CASES:.0f}",
             "",
         ],
         [
-            f"in process, every whole prompt encoded, × {CASES:,}",
+            f"in process, every whole prompt encoded: per case on the sample × {CASES:,}",
             f"{side['whole_s'] * CASES:.0f}",
             f"{side['whole_cpu_s'] * CASES:.0f}",
             "",

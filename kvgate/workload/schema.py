@@ -10,7 +10,10 @@ import hashlib
 import json
 import os
 import tempfile
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +66,12 @@ def _dumps(value: Any) -> str:
 
 def content_sha256(cases: tuple[Case, ...] | list[Case], slice_columns: tuple[str, ...]) -> str:
     """sha256 over every row's canonical JSON, in order: what the workload asks, not how it is stored."""
+    return _rows_sha256(_row(case, slice_columns) for case in cases)
+
+
+def _rows_sha256(rows: Iterable[dict[str, Any]]) -> str:
     digest = hashlib.sha256()
-    for case in cases:
-        row = _row(case, slice_columns)
+    for row in rows:
         digest.update(_dumps(row).encode())
         digest.update(b"\n")
     return digest.hexdigest()
@@ -77,7 +83,7 @@ def _row(case: Case, slice_columns: tuple[str, ...]) -> dict[str, Any]:
         "suite": case.suite,
         "task": case.task,
         "messages": _dumps(list(case.messages)),
-        "prompt_token_ids": list(case.prompt_token_ids) if case.prompt_token_ids is not None else None,
+        "prompt_token_ids": case.prompt_token_ids,  # a tuple: JSON writes it as a list
         "n_prompt_tokens": case.n_prompt_tokens,
         "max_new_tokens": case.max_new_tokens,
         "validator": case.validator,
@@ -107,13 +113,13 @@ def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
     if not cases:
         raise BadInput("the workload has no cases")
     slice_columns = slice_columns_of(cases)
-    sha = content_sha256(cases, slice_columns)
+    rows = [_row(c, slice_columns) for c in cases]
+    sha = _rows_sha256(rows)
     schema = _FIXED
     for col in slice_columns:
         if col not in schema.names:
             schema = schema.append(pa.field(col, pa.string()))
-    rows = [_row(c, slice_columns) for c in cases]
-    table = pa.Table.from_pylist(rows, schema=schema)
+    table = _table(rows, schema)
     full_meta = {
         **meta,
         "schema_version": SCHEMA_VERSION,
@@ -124,6 +130,24 @@ def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
     table = table.replace_schema_metadata({META_KEY: _dumps(full_meta).encode()})
     atomic_write(path, lambda f: pq.write_table(table, f, compression="zstd"))
     return sha
+
+
+def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """The rows as an Arrow table; token ids go through one flat int32 buffer rather than a Python
+    list per row (most of a long-context workload's bytes)."""
+    columns = []
+    for field in schema:
+        values = [row[field.name] for row in rows]
+        if field.name == "prompt_token_ids" and all(v is not None for v in values):
+            flat = array("i")
+            for ids in values:
+                flat.extend(ids)
+            offsets = pa.array(list(accumulate(map(len, values), initial=0)), pa.int32())
+            ids_array = pa.Array.from_buffers(pa.int32(), len(flat), [None, pa.py_buffer(flat)])
+            columns.append(pa.ListArray.from_arrays(offsets, ids_array))
+        else:
+            columns.append(pa.array(values, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def atomic_write(path: Path, write: Any) -> None:
