@@ -19,15 +19,18 @@ def _table(title: str, headers: list[str], rows: list[list[str]]) -> None:
 
 @click.command()
 def suites() -> None:
-    """List the shipped suites with their generators."""
+    """List the shipped suites: case count, tasks, slice columns and what each is for."""
+    from kvgate.workload.suite_summary import cases_label, summarize
     from kvgate.workload.suites import parse_suite, shipped_suites
 
     rows = []
     for name, path in shipped_suites().items():
         spec = parse_suite(path)
-        gens = ", ".join(sorted({e.generator.name for e in spec.entries}))
-        rows.append([name, gens, spec.description])
-    _table("suites", ["name", "generators", "description"], rows)
+        summary = summarize(spec)
+        tasks = ", ".join(summary.tasks) or "from the data"
+        columns = ", ".join(summary.slice_columns) or "from the data"
+        rows.append([name, cases_label(summary), tasks, columns, spec.description])
+    _table("suites", ["name", "cases", "tasks", "slice columns", "description"], rows)
 
 
 @click.command()

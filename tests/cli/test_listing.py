@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from kvgate.cli import cli
 
 
-def test_suites_lists_smoke() -> None:
-    result = CliRunner().invoke(cli, ["suites"])
+def test_suites_lists_case_counts_tasks_and_slice_columns() -> None:
+    result = CliRunner().invoke(cli, ["suites"], env={"COLUMNS": "250"})
     assert result.exit_code == 0
-    assert "smoke" in result.output and "passkey" in result.output
+    (smoke,) = [line for line in result.output.splitlines() if line.startswith("│ smoke ")]
+    cells = [c.strip() for c in smoke.strip("│").split("│")]
+    assert cells[:4] == ["smoke", "24", "passkey", "task, ctx_bucket, depth_bucket"]
+    (longbench,) = [line for line in result.output.splitlines() if line.startswith("│ longbench-2wikimqa ")]
+    assert "— (1 dataset)" in longbench
+
+
+def test_summary_counts_generated_cases_and_names_data_entries(tmp_path: Path) -> None:
+    from kvgate.workload.suite_summary import cases_label, summarize
+    from kvgate.workload.suites import parse_suite
+
+    spec = tmp_path / "mixed.toml"
+    spec.write_text(
+        'name = "mixed"\n[[generate]]\ngenerator = "passkey"\nlengths = [256]\ndepths = [0.5]\n'
+        'per_cell = 3\n[[trace]]\npath = "t.jsonl"\n'
+    )
+    summary = summarize(parse_suite(spec))
+    assert (summary.cases, summary.tasks, summary.data_entries) == (3, ("passkey",), ("trace",))
+    assert cases_label(summary) == "3 + 1 trace"
 
 
 def test_treatments_lists_catalog_and_matrices() -> None:

@@ -1,6 +1,7 @@
 """How a synthetic prompt is assembled: an intro, the long context, then the question.
 
-`haystack_prompt` is the sizing shared by the generators that hide sentences in a word haystack.
+`haystack_prompt` is the sizing shared by the generators that hide sentences in a word haystack;
+`fit_haystack` gives the sized context alone, for cases that share it.
 """
 
 from __future__ import annotations
@@ -28,8 +29,20 @@ def haystack_prompt(
 ) -> Messages:
     """`frame(context)` at most `length` tokens long, the context a `haystack` of as many words as fit
     with each (depth, sentence) of `needles` placed in it; `seed` fixes where an essay starts."""
+    return frame(fit_haystack(frame, haystack, needles, seed, length, tok))
 
-    def build(n: int) -> Messages:
-        return frame(place(haystack_words(haystack, n, random.Random(seed)), needles))
 
-    return build(fit_to_length(build, length, tok, hi=max(8, length // 2)))
+def fit_haystack(
+    frame: Callable[[str], Messages],
+    haystack: str,
+    needles: Sequence[tuple[float, str]],
+    seed: float,
+    length: int,
+    tok: PromptTokenizer,
+) -> str:
+    """The context of `haystack_prompt`: the longest haystack with `needles` that fits `frame`."""
+
+    def context(n: int) -> str:
+        return place(haystack_words(haystack, n, random.Random(seed)), needles)
+
+    return context(fit_to_length(lambda n: frame(context(n)), length, tok, hi=max(8, length // 2)))
