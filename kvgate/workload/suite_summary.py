@@ -28,7 +28,9 @@ class SuiteSummary:
 
 def summarize(spec: SuiteSpec) -> SuiteSummary:
     tok = WordTokenizer()
-    cases, tasks, slices, data = 0, set(), set(), []
+    cases, data = 0, []
+    tasks: set[str] = set()
+    slices: set[str] = set()
     for index, entry in enumerate(spec.entries):
         if entry.generator.name in DATA_ENTRIES:
             data.append(entry.generator.name)
