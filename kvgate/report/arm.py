@@ -13,15 +13,23 @@ from kvgate.gate.policy import Policy
 from kvgate.report.attribution import attribution
 from kvgate.report.context import by_context
 from kvgate.report.divergence import divergence_summary
-from kvgate.report.noise import leaf_kinds
 from kvgate.report.run_data import ArmRows, RunRows
 from kvgate.report.slice_stats import CaseSignals, slice_rows
 from kvgate.report.slices import SliceGroup
 from kvgate.stats.paired import CACHE_INDUCED, pair_outcomes
 from kvgate.stats.tests import auc
 
-LOSSLESS_KINDS = {"offload", "reuse"}
-"""Arms that must not change any answer: every candidate-only failure there is a defect."""
+
+
+def is_lossless(spec: dict[str, Any]) -> bool:
+    """Whether an arm must not change any answer, so that every candidate-only failure is a defect:
+    offload and prefix reuse (exact KV, moved or shared). Span reuse is an approximation by design
+    (the reused span never attended to what precedes it, `engines/hf/span_reuse.py`), as are eviction
+    and quantisation; a composite is lossless only if every part is."""
+    parts = spec.get("of")
+    if parts:
+        return all(is_lossless(part) for part in parts)
+    return spec["kind"] == "offload" or (spec["kind"] == "reuse" and spec.get("mode", "prefix") != "span")
 
 
 @dataclass(frozen=True)
@@ -83,8 +91,8 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
     missing = int(np.count_nonzero(~both))
     outcomes = pair_outcomes(control.passed, cand.passed, usable)
     signals = _signals(ctx, name, outcomes)
-    lossless = leaf_kinds(spec) <= LOSSLESS_KINDS
-    why_critical = "a lossless arm (offload/reuse must not change answers)" if lossless else None
+    lossless = is_lossless(spec)
+    why_critical = "a lossless arm (offload and prefix reuse must not change answers)" if lossless else None
     slices = slice_rows(name, ctx.groups, signals, ctx.policy, why_critical)
     decision, reason = _decision(name, ctx, slices, errors, missing)
     scored = usable & np.isfinite(cand.mean_logprob)
