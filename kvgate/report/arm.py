@@ -20,7 +20,6 @@ from kvgate.stats.paired import CACHE_INDUCED, pair_outcomes
 from kvgate.stats.tests import auc
 
 
-
 def is_lossless(spec: dict[str, Any]) -> bool:
     """Whether an arm must not change any answer, so that every candidate-only failure is a defect:
     offload and prefix reuse (exact KV, moved or shared). Span reuse is an approximation by design
