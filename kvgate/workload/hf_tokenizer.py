@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kvgate.errors import BadInput
 from kvgate.workload.chat_template import SPECIAL_TOKEN_KEYS, ChatTemplate
 from kvgate.workload.chunked_encoding import ChunkedEncoder
 
@@ -33,14 +34,21 @@ class HFPromptTokenizer:
         from tokenizers import Tokenizer
 
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if not (folder / "tokenizer.json").exists():
+            raise BadInput(f"model folder {folder} has no tokenizer.json, the fast tokenizer freezing needs")
+        try:
+            template = ChatTemplate.from_folder(folder)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
         backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        return cls(backend, ChatTemplate.from_folder(folder), name, config.get("max_position_embeddings"))
+        return cls(backend, template, name, config.get("max_position_embeddings"))
 
     @classmethod
-    def from_transformers(cls, tokenizer: Any, name: str) -> HFPromptTokenizer:
+    def from_transformers(cls, tokenizer: Any, name: str, max_length: int | None = None) -> HFPromptTokenizer:
         """From a loaded transformers fast tokenizer (its Rust backend and chat template)."""
         special = {k: str(getattr(tokenizer, k)) for k in SPECIAL_TOKEN_KEYS if getattr(tokenizer, k, None)}
-        return cls(tokenizer.backend_tokenizer, ChatTemplate(tokenizer.chat_template, special), name)
+        template = ChatTemplate(tokenizer.chat_template, special)
+        return cls(tokenizer.backend_tokenizer, template, name, max_length)
 
     def render(self, messages: Sequence[dict[str, str]]) -> str:
         return self.template.render(messages)

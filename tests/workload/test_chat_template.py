@@ -50,3 +50,14 @@ def test_folder_without_a_template_is_refused(tmp_path: Path) -> None:
     (tmp_path / "tokenizer_config.json").write_text("{}")
     with pytest.raises(ValueError, match="no chat template"):
         ChatTemplate.from_folder(tmp_path)
+
+
+def test_a_folder_without_tokenizer_json_or_template_is_bad_input(model_folder: Path, tmp_path: Path) -> None:
+    from kvgate.errors import BadInput
+
+    (tmp_path / "config.json").write_text((model_folder / "config.json").read_text())
+    with pytest.raises(BadInput, match=r"has no tokenizer\.json"):
+        HFPromptTokenizer.from_folder(tmp_path, "bare")
+    (tmp_path / "tokenizer.json").write_text((model_folder / "tokenizer.json").read_text())
+    with pytest.raises(BadInput, match="no chat template"):
+        HFPromptTokenizer.from_folder(tmp_path, "bare")
