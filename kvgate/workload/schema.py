@@ -24,6 +24,8 @@ from kvgate.errors import BadInput
 from kvgate.workload.case import Case
 
 SCHEMA_VERSION = 1
+MAX_VOCAB = 1 << 22
+"""Token ids below this share int objects when read (`_token_tuples`); larger ones are kept as read."""
 META_KEY = b"kvgate.workload"
 
 _FIXED = pa.schema(
@@ -200,8 +202,10 @@ def read_workload(path: Path) -> Workload:
     if missing:
         raise BadInput(f"workload {path} lacks column {missing[0]!r}")
     try:
-        cases = tuple(_case(row, slice_columns) for row in table.to_pylist())
-    except (TypeError, ValueError, KeyError) as exc:
+        token_ids = _token_tuples(table.column("prompt_token_ids"))
+        rows = table.drop_columns(["prompt_token_ids"]).to_pylist()
+        cases = tuple(_case(row, ids, slice_columns) for row, ids in zip(rows, token_ids, strict=True))
+    except (TypeError, ValueError, KeyError, pa.ArrowException) as exc:
         raise BadInput(f"workload {path} has a malformed row: {exc}") from None
     sha = content_sha256(cases, slice_columns)
     if sha != meta.get("content_sha256"):
@@ -209,8 +213,26 @@ def read_workload(path: Path) -> Workload:
     return Workload(cases=cases, meta=meta, sha256=sha, path=path)
 
 
-def _case(row: dict[str, Any], slice_columns: tuple[str, ...]) -> Case:
-    tokens = row["prompt_token_ids"]
+def _token_tuples(column: pa.ChunkedArray) -> list[tuple[int, ...] | None]:
+    """Each row's token ids as a tuple, or None. The tuples share one int object per distinct id, so a
+    long-context workload held for a whole run costs a pointer per token rather than an int object."""
+    array = column.combine_chunks()
+    flat = array.flatten().to_numpy(zero_copy_only=False)
+    lengths = array.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    shared = (
+        list(range(int(flat.max()) + 1)) if len(flat) and 0 <= flat.min() <= flat.max() < MAX_VOCAB else None
+    )
+    out: list[tuple[int, ...] | None] = []
+    start = 0
+    for length, ok in zip(lengths.tolist(), valid.tolist(), strict=True):
+        ids = flat[start : start + length].tolist()
+        out.append(None if not ok else tuple(map(shared.__getitem__, ids)) if shared else tuple(ids))
+        start += length
+    return out
+
+
+def _case(row: dict[str, Any], tokens: tuple[int, ...] | None, slice_columns: tuple[str, ...]) -> Case:
     return Case(
         case_id=row["case_id"],
         suite=row["suite"],
@@ -223,7 +245,7 @@ def _case(row: dict[str, Any], slice_columns: tuple[str, ...]) -> Case:
         prefix_group=row["prefix_group"],
         critical=bool(row["critical"]),
         slices={c: row[c] for c in slice_columns if c != "task" and row[c] is not None},
-        prompt_token_ids=tuple(tokens) if tokens is not None else None,
+        prompt_token_ids=tokens,
         n_prompt_tokens=row["n_prompt_tokens"],
         question_start=row["question_start"],
     )

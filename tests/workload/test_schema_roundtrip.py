@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -10,7 +11,7 @@ import pytest
 
 from kvgate.errors import BadInput
 from kvgate.workload.freeze import freeze
-from kvgate.workload.schema import META_KEY, SCHEMA_VERSION, read_workload
+from kvgate.workload.schema import META_KEY, SCHEMA_VERSION, read_workload, write_workload
 from kvgate.workload.tokenizer import WordTokenizer
 
 
@@ -81,3 +82,22 @@ def test_malformed_and_missing_files_are_one_line_errors(tmp_path: Path) -> None
         read_workload(junk)
     with pytest.raises(BadInput, match="does not exist"):
         read_workload(tmp_path / "missing.parquet")
+
+
+def test_read_token_ids_equal_the_frozen_ones_and_share_int_objects(tmp_path: Path) -> None:
+    base = tmp_path / "base.parquet"
+    freeze(["smoke"], base, WordTokenizer(), seed=0)
+    first, second, third = read_workload(base).cases[:3]
+    small = (7, 300, 70_000, 300)
+    large = (2**31 - 1, 5, 2**31 - 1)  # beyond any vocabulary (WordTokenizer's crc32 ids): kept as read
+    for name, ids in (("small", small), ("large", large)):
+        cases = [
+            replace(first, case_id=f"{name}0", prompt_token_ids=ids, n_prompt_tokens=len(ids)),
+            replace(second, case_id=f"{name}1", prompt_token_ids=None, n_prompt_tokens=None),
+            replace(third, case_id=f"{name}2", prompt_token_ids=(), n_prompt_tokens=0),
+        ]
+        write_workload(cases, tmp_path / f"{name}.parquet", {})
+        read = read_workload(tmp_path / f"{name}.parquet").cases
+        assert [c.prompt_token_ids for c in read] == [ids, None, ()]
+    shared = read_workload(tmp_path / "small.parquet").cases[0].prompt_token_ids
+    assert shared is not None and shared[1] is shared[3]  # one int object per distinct id
