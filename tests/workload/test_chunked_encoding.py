@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import pytest
 from real_tokenizer_params import CASES
@@ -107,3 +108,16 @@ def test_other_tokenizers_are_encoded_whole() -> None:
     ):
         assert not splits_at_sentence_ends(odd)
         assert ChunkedEncoder(odd).chunks("One. Two. Three.") == ["One. Two. Three."]
+
+
+def test_freeze_stops_when_chunked_ids_disagree(smollm_tokenizer: HFPromptTokenizer) -> None:
+    from kvgate.workload.freeze import freeze_cases
+    from kvgate.workload.suites import resolve_suite
+
+    class Disagreeing(HFPromptTokenizer):
+        def encode_chat_exact(self, messages: Sequence[dict[str, str]]) -> list[int]:
+            return [*super().encode_chat_exact(messages), 0]
+
+    tok = Disagreeing(smollm_tokenizer.backend, smollm_tokenizer.template, "smollm2-135m", 8192)
+    with pytest.raises(RuntimeError, match="differ from the tokenizer's own encoding"):
+        freeze_cases([resolve_suite("smoke")], tok, seed=0, limit=1)

@@ -36,6 +36,10 @@ def param_names(params_type: type) -> set[str]:
     return {f.name for f in fields(params_type)}
 
 
+MAX_UNITS = 1 << 24
+"""`fit_to_length` gives up past this many haystack units: the prompt is not growing."""
+
+
 def fit_to_length(build: Callable[[int], Messages], target_tokens: int, tok: PromptTokenizer, hi: int) -> int:
     """Largest n ≥ 0 whose prompt `build(n)` has at most `target_tokens` tokens (RULER's search).
 
@@ -62,9 +66,6 @@ def fit_to_length(build: Callable[[int], Messages], target_tokens: int, tok: Pro
             top = (guess, count)
         guess = _next_probe(lo, c_lo, top, base, target_tokens, secant=probes < 8)
     return lo
-
-
-MAX_UNITS = 1 << 24
 
 
 def _next_probe(lo: int, c_lo: int, top: tuple[int, int] | None, base: int, target: int, secant: bool) -> int:
