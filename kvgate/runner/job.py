@@ -28,7 +28,7 @@ from kvgate.runner.run import (
     refuse_if_changed,
     select_cases,
 )
-from kvgate.runner.store import remove_temp_files
+from kvgate.runner.store import remove_superseded_parts, remove_temp_files
 from kvgate.treatments.matrix import Matrix, parse_matrix_text, resolve_matrix
 from kvgate.workload.schema import read_workload
 
@@ -161,6 +161,7 @@ def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
         run_dir = opts.resume if opts.resume is not None else opts.runs_dir / manifest["run_id"]
         with run_lock(run_dir):
             remove_temp_files(run_dir)
+            remove_superseded_parts(run_dir)
             manifest = open_run(run_dir, manifest)
             ctx = RunContext(
                 run_dir,

@@ -3,7 +3,8 @@
 The manifest is written before the first generation, so the policy and τ are on disk before any
 result exists. Passes (see `passes.py`) run in order, each in a fresh engine session with a namespace of
 its own; rows are validated as they come and stored in atomic parts of whole batches, a part every
-PART_SECONDS of generation. A resumed run skips exactly the rows already stored.
+PART_SECONDS of generation. When a pass ends, its arm's parts are merged into one (`store.compact`), so
+a long run leaves a part per pass, not per flush. A resumed run skips exactly the rows already stored.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kvgate.runner.passes import (
     reuses,
 )
 from kvgate.runner.rows import result_row
-from kvgate.runner.store import RowKey, read_results, stored_keys, write_part
+from kvgate.runner.store import RowKey, compact, read_results, stored_keys, write_part
 from kvgate.treatments.matrix import Matrix
 from kvgate.workload.case import Case
 from kvgate.workload.schema import Workload
@@ -130,6 +131,7 @@ def _run_pass(ctx: RunContext, arm_run: ArmRun) -> None:
         if missing:
             batches = _plan_batches(arm_run, missing, ctx.matrix.batch_size_for(arm_run.arm))
             _generate(ctx, arm_run, batches, missing)
+        compact(ctx.run_dir, arm_run.arm)  # also merges parts an interrupted earlier session left
     finally:
         ctx.progress.finish()
 

@@ -9,6 +9,8 @@ from typing import Any
 import pyarrow.parquet as pq
 from click.testing import Result
 
+from kvgate.runner.store import part_paths
+
 DATA = Path(__file__).parent / "data"
 TIMING = ("ttft_s", "latency_s")
 KEY = ("arm", "replicate", "case_id", "attempt")
@@ -22,9 +24,10 @@ def write_matrix(path: Path, body: str) -> Path:
 
 
 def stored_rows(run_dir: Path) -> list[dict[str, Any]]:
-    """Every stored result row, timing columns dropped, sorted by (arm, replicate, case_id, attempt)."""
+    """Every stored result row (as the store reads them: superseded parts left out), timing columns
+    dropped, sorted by (arm, replicate, case_id, attempt)."""
     rows = []
-    for part in sorted((run_dir / "results").glob("*/part-*.parquet")):
+    for part in part_paths(run_dir):
         rows += pq.read_table(part).to_pylist()
     for row in rows:
         for column in TIMING:
@@ -40,7 +43,5 @@ def only_run(runs_dir: Path) -> Path:
 
 
 def part_sizes(run_dir: Path) -> list[int]:
-    """Rows per stored part, over every part of the run."""
-    return [
-        pq.ParquetFile(p).metadata.num_rows for p in sorted((run_dir / "results").glob("*/part-*.parquet"))
-    ]
+    """Rows per stored part, over every part of the run the store reads."""
+    return [pq.ParquetFile(p).metadata.num_rows for p in part_paths(run_dir)]

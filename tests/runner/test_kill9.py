@@ -24,6 +24,8 @@ from pathlib import Path
 from kill_target import run_cli
 from runner_support import DATA, KEY, Invoke, part_sizes, stored_rows, write_matrix
 
+from kvgate.runner.store import next_part_number
+
 KILLS = 20
 SEED = 20260601
 CASES = 48
@@ -67,7 +69,8 @@ def _forked(argv: list[object], cwd: Path) -> BaseProcess:
 
 
 def _parts(runs: Path) -> int:
-    return len(list(runs.glob("*/results/*/part-*.parquet")))
+    """Parts stored so far: part numbers only grow, so merging parts does not lower the count."""
+    return sum(next_part_number(arm_dir) for arm_dir in runs.glob("*/results/*") if arm_dir.is_dir())
 
 
 def _wait_for_new_part(proc: BaseProcess, runs: Path, before: int, timeout: float = 30.0) -> None:

@@ -5,14 +5,15 @@ crash do not break a resume; an engine crash keeps the rows stored so far."""
 from __future__ import annotations
 
 import errno
-import hashlib
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
-from runner_support import Invoke, only_run, part_sizes, stored_rows, write_matrix
+from runner_support import KEY, Invoke, only_run, part_sizes, stored_rows, write_matrix
 
 import kvgate.runner.store as store
 
@@ -44,22 +45,24 @@ def uninterrupted(kvgate: Invoke, spec: list[Any], tmp_path: Path) -> Path:
     return only_run(tmp_path / "uninterrupted")
 
 
-def _digests(run_dir: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted((run_dir / "results").glob("*/part-*.parquet"))
-    }
+def _exact_rows(paths: list[Path]) -> list[dict[str, Any]]:
+    """Every row of `paths`, timing included (a regenerated row would differ there), in key order."""
+    rows = [row for path in paths for row in pq.read_table(path).to_pylist()]
+    return sorted(rows, key=lambda r: tuple(r[k] for k in KEY))
 
 
-def _full_disk_after(parts: int) -> Callable[..., None]:
-    """An atomic writer that stores `parts` parts, then runs out of space halfway through the next."""
+def _full_disk_after(parts: int, flushed: list[list[dict[str, Any]]] | None = None) -> Callable[..., None]:
+    """An atomic writer that stores `parts` parts of one flush (their rows appended to `flushed`), then
+    runs out of space halfway through the next; merges of parts (`part-A-B`) go through."""
     real = store.atomic_write
-    written = []
+    flushed = [] if flushed is None else flushed
 
     def write(path: Path, fill: Callable[[Any], None]) -> None:
-        if len(written) < parts:
-            written.append(path)
+        merge = re.fullmatch(r"part-\d+-\d+\.parquet", path.name) is not None
+        if merge or len(flushed) < parts:
             real(path, fill)
+            if not merge:
+                flushed.append(_exact_rows([path]))
             return
 
         def half_then_full(f: Any) -> None:
@@ -75,22 +78,32 @@ def test_full_disk_fails_cleanly_and_resume_completes(
     kvgate: Invoke, spec: list[Any], uninterrupted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runs = tmp_path / "full"
+    flushed: list[list[dict[str, Any]]] = []
     with monkeypatch.context() as patch:
-        patch.setattr(store, "atomic_write", _full_disk_after(3))
+        patch.setattr(store, "atomic_write", _full_disk_after(3, flushed))
         result = kvgate(*spec, "-o", runs)
     assert result.exit_code == 4
     assert result.stderr.count("\n") == 1
     assert "the disk is full" in result.stderr and "--resume" in result.stderr
     run_dir = only_run(runs)
-    before = _digests(run_dir)
-    assert len(before) == 3
+    before = _exact_rows(store.part_paths(run_dir))
+    assert len(flushed) == 3
+    assert before == sorted((r for rows in flushed for r in rows), key=lambda r: tuple(r[k] for k in KEY))
     assert not list(run_dir.glob("**/.*.tmp"))
 
     resumed = kvgate("run", "--resume", run_dir, "--quiet")
     assert resumed.exit_code == 1, resumed.stderr
-    after = _digests(run_dir)
-    assert {k: after[k] for k in before} == before  # earlier parts untouched
+    after = _exact_rows(store.part_paths(run_dir))
+    assert all(row in after for row in before)  # the earlier rows kept as stored, not generated again
     assert stored_rows(run_dir) == stored_rows(uninterrupted)
+
+
+def _page_middles(part: Path, columns: list[str]) -> list[int]:
+    """The middle byte of each of `columns`' pages in the first row group (not the footer)."""
+    group = pq.ParquetFile(part).metadata.row_group(0)
+    chunks = [group.column(i) for i in range(group.num_columns) if group.column(i).path_in_schema in columns]
+    starts = [min(c.dictionary_page_offset or c.data_page_offset, c.data_page_offset) for c in chunks]
+    return [start + c.total_compressed_size // 2 for start, c in zip(starts, chunks, strict=True)]
 
 
 def test_corrupt_part_is_named(kvgate: Invoke, uninterrupted: Path, tmp_path: Path) -> None:
@@ -98,7 +111,7 @@ def test_corrupt_part_is_named(kvgate: Invoke, uninterrupted: Path, tmp_path: Pa
     shutil.copytree(uninterrupted, run_dir)
     part = sorted(run_dir.glob("results/fp8-e4m3/part-*.parquet"))[0]
     data = bytearray(part.read_bytes())
-    for at in (len(data) // 3, len(data) // 2, 2 * len(data) // 3):  # flipped bits inside the pages
+    for at in _page_middles(part, ["case_id", "mean_logprob", "n_prompt_tokens"]):  # columns both read
         data[at] ^= 0xFF
     part.write_bytes(bytes(data))
     for args in (["run", "--resume", run_dir], ["report", run_dir]):
