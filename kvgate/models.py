@@ -11,14 +11,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
-from kvgate.paths import cache_dir
+from kvgate.paths import cache_dir, replaced_folder
 from kvgate.registry import unknown_name
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -94,21 +92,13 @@ def model_folder(model: ModelSpec) -> Path:
     gguf = model.gguf_path()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{model.name}.", dir=target.parent))
-    try:
+    with replaced_folder(target) as tmp:
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         weights = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
         _save_dequantized(weights, tmp)
         tokenizer.save_pretrained(tmp)
         info = {"name": model.name, "source": gguf.name, "source_sha256": file_sha256(gguf)}
         (tmp / "kvgate-model.json").write_text(json.dumps(info, indent=2) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

@@ -15,11 +15,10 @@ import hashlib
 import json
 import shutil
 import struct
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from kvgate.paths import cache_dir
+from kvgate.paths import cache_dir, replaced_folder
 
 HEAD = "lm_head.weight"
 EMBEDDINGS = "model.embed_tokens.weight"
@@ -56,9 +55,7 @@ def vllm_model_folder(folder: Path) -> Path:
     target = cache_dir() / "vllm-models" / f"{folder.name}-{key}"
     if (target / weights.name).exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with replaced_folder(target) as tmp:
         for item in folder.iterdir():
             if item.name == INDEX:
                 index = json.loads(item.read_text())
@@ -67,12 +64,6 @@ def vllm_model_folder(folder: Path) -> Path:
             elif item != weights:
                 (tmp / item.name).symlink_to(item.resolve())
         _copy_renamed(weights, tmp / weights.name)
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 
