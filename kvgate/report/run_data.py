@@ -44,6 +44,8 @@ class CaseTable:
     slice_columns: tuple[str, ...]
     labels: dict[str, tuple[np.ndarray, list[str]]]
     """column → (per-case code into the value list, −1 where null; the distinct values)."""
+    clusters: np.ndarray
+    """int64 per case: its prefix group's code, or a code of its own where it has none (a singleton)."""
 
     @property
     def n(self) -> int:
@@ -97,6 +99,63 @@ def joined_lines(strings: pa.Array) -> bytes:
     return np.insert(body, offsets[1:-1] - offsets[0], ord("\n")).tobytes()
 
 
+def open_workload(path: str) -> tuple[pq.ParquetFile, dict[str, Any]]:
+    """A workload's Parquet file and its kvgate metadata; BadInput when it is not one."""
+    try:
+        parquet = pq.ParquetFile(path)
+    except FileNotFoundError:
+        raise BadInput(f"workload {path} does not exist") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInput(f"workload {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
+    raw = (parquet.schema_arrow.metadata or {}).get(META_KEY)
+    try:
+        meta = json.loads(raw) if raw is not None else None
+    except json.JSONDecodeError:
+        meta = None
+    if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
+        raise BadInput(f"workload {path} is not a kvgate workload of schema_version {SCHEMA_VERSION}")
+    return parquet, meta
+
+
+def read_case_columns(parquet: pq.ParquetFile, meta: dict[str, Any], path: str) -> pa.Table:
+    """The columns a case table is built from: ids, critical flag, prompt length, prefix group, slices."""
+    slice_columns = tuple(meta.get("slice_columns", ()))
+    columns = [
+        "case_id", "critical", "n_prompt_tokens", "prefix_group",
+        *(c for c in slice_columns if c != "task"), "task",
+    ]  # fmt: skip
+    try:
+        return parquet.read(columns=list(dict.fromkeys(columns)))
+    except (OSError, pa.ArrowException, KeyError) as exc:
+        raise BadInput(f"workload {path} lacks a column: {str(exc).splitlines()[0]}") from None
+
+
+def case_table(table: pa.Table, slice_columns: tuple[str, ...]) -> CaseTable:
+    """A CaseTable from the columns `read_case_columns` reads (in the order of the rows given)."""
+    labels = {}
+    for col in slice_columns:
+        encoded = pc.dictionary_encode(table[col].combine_chunks())
+        codes = to_numpy(encoded.indices, -1, np.int64)
+        labels[col] = (codes, [str(v) for v in encoded.dictionary.to_pylist()])
+    return CaseTable(
+        case_ids=table["case_id"].combine_chunks(),
+        critical=to_numpy(table["critical"], False, bool),
+        n_prompt_tokens=to_numpy(table["n_prompt_tokens"], -1, np.int64),
+        slice_columns=slice_columns,
+        labels=labels,
+        clusters=cluster_codes(table["prefix_group"].combine_chunks()),
+    )
+
+
+def read_workload_cases(path: str) -> CaseTable:
+    """Every case of a frozen workload, as the report would slice them (for `kvgate simulate`)."""
+    parquet, meta = open_workload(path)
+    table = read_case_columns(parquet, meta, path)
+    if table["case_id"].null_count:
+        raise BadInput(f"workload {path} has a case without a case_id")
+    return case_table(table, tuple(meta.get("slice_columns", ())))
+
+
 def read_cases(manifest: dict[str, Any]) -> CaseTable:
     """The run's cases from the workload its manifest names, checked against the manifest's hashes.
 
@@ -107,27 +166,12 @@ def read_cases(manifest: dict[str, Any]) -> CaseTable:
     path = manifest.get("workload_path")
     if not path:
         raise BadInput(f"run {manifest.get('run_id')}: the manifest names no workload")
-    try:
-        parquet = pq.ParquetFile(path)
-    except FileNotFoundError:
-        raise BadInput(f"workload {path} (named by run {manifest['run_id']}) does not exist") from None
-    except (OSError, pa.ArrowException) as exc:
-        raise BadInput(f"workload {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
-    raw = (parquet.schema_arrow.metadata or {}).get(META_KEY)
-    try:
-        meta = json.loads(raw) if raw is not None else None
-    except json.JSONDecodeError:
-        meta = None
-    if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
-        raise BadInput(f"workload {path} is not a kvgate workload of schema_version {SCHEMA_VERSION}")
+    if not Path(path).exists():
+        raise BadInput(f"workload {path} (named by run {manifest['run_id']}) does not exist")
+    parquet, meta = open_workload(path)
     if meta.get("content_sha256") != manifest["workload_sha256"]:
         raise BadInput(f"workload {path} changed since run {manifest['run_id']}")
-    slice_columns = tuple(meta.get("slice_columns", ()))
-    columns = ["case_id", "critical", "n_prompt_tokens", *(c for c in slice_columns if c != "task"), "task"]
-    try:
-        table = parquet.read(columns=list(dict.fromkeys(columns)))
-    except (OSError, pa.ArrowException, KeyError) as exc:
-        raise BadInput(f"workload {path} lacks a column: {str(exc).splitlines()[0]}") from None
+    table = read_case_columns(parquet, meta, path)
     positions = selected_positions(table.num_rows, manifest.get("limit"))
     if len(positions) != table.num_rows:
         table = table.take(int64_array(positions))
@@ -137,18 +181,19 @@ def read_cases(manifest: dict[str, Any]) -> CaseTable:
     digest = hashlib.sha256(joined_lines(ids)).hexdigest()
     if digest != manifest.get("case_ids"):
         raise BadInput(f"workload {path}: the cases selected do not match run {manifest['run_id']}")
-    labels = {}
-    for col in slice_columns:
-        encoded = pc.dictionary_encode(table[col].combine_chunks())
-        codes = to_numpy(encoded.indices, -1, np.int64)
-        labels[col] = (codes, [str(v) for v in encoded.dictionary.to_pylist()])
-    return CaseTable(
-        case_ids=ids,
-        critical=to_numpy(table["critical"], False, bool),
-        n_prompt_tokens=to_numpy(table["n_prompt_tokens"], -1, np.int64),
-        slice_columns=slice_columns,
-        labels=labels,
-    )
+    return case_table(table, tuple(meta.get("slice_columns", ())))
+
+
+def cluster_codes(groups: pa.Array) -> np.ndarray:
+    """Per case: the code of its prefix group; cases without one (null or "") get codes of their own."""
+    encoded = pc.dictionary_encode(groups)
+    codes = np.array(to_numpy(encoded.indices, -1, np.int64), dtype=np.int64)
+    values = encoded.dictionary.to_pylist()
+    if "" in values:
+        codes = np.where(codes == values.index(""), -1, codes)
+    alone = codes < 0
+    codes[alone] = len(values) + np.arange(int(alone.sum()))
+    return codes
 
 
 NUMERIC = {  # column → (fill for null, dtype)
