@@ -1,15 +1,20 @@
-"""`kvgate simulate`: the gate's false-accept rate at CFR = τ and power at CFR = 2τ, by simulation."""
+"""`kvgate simulate`: the arm-level error rates of a policy, by simulating the whole gate procedure on a
+workload's slice structure (or on one slice of n cases)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 
 DEFAULT_N = (24, 60, 100, 300, 1000)
-MAX_RUNS = 10_000_000
+MAX_RUNS = 1_000_000
+MAX_N = 10_000_000
+MAX_CELLS = 2 * 10**9
+"""Simulated runs × cases: the work one call may ask for."""
 
 
 @click.command()
@@ -17,38 +22,107 @@ MAX_RUNS = 10_000_000
     "--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML (default: shipped)."
 )
 @click.option(
-    "--n",
-    "ns",
-    type=int,
-    multiple=True,
-    help="Control passes in the slice (repeatable). [default: 24 60 100 300 1000]",
-)
+    "-w", "--workload", type=click.Path(path_type=Path), default=None,
+    help="Frozen workload: simulate on its slices, critical cases and clusters.",
+)  # fmt: skip
+@click.option(
+    "--n", "ns", type=int, multiple=True,
+    help="Without -w: one slice of n control passes (repeatable). [default: 24 60 100 300 1000]",
+)  # fmt: skip
 @click.option("--runs", type=int, default=10_000, show_default=True, help="Simulated runs per point.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--defects", type=click.Choice(["independent", "cluster"]), default="independent", show_default=True,
+    help="Candidate failures per case, or per cluster (a defect fails the whole prefix group).",
+)  # fmt: skip
+@click.option(
+    "--control-pass-rate", type=float, default=1.0, show_default=True,
+    help="Each case's chance that the control passes it.",
+)  # fmt: skip
+@click.option(
+    "--aa-rate", type=float, default=0.0, show_default=True,
+    help="Each control pass's chance that the A/A replicate fails it (0: no replicate).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def simulate(policy: Path | None, ns: tuple[int, ...], runs: int, seed: int, as_json: bool) -> None:
-    """Simulate the gate: how often it passes a candidate at CFR = τ, and fails one at CFR = 2τ."""
+def simulate(
+    policy: Path | None,
+    workload: Path | None,
+    ns: tuple[int, ...],
+    runs: int,
+    seed: int,
+    defects: str,
+    control_pass_rate: float,
+    aa_rate: float,
+    as_json: bool,
+) -> None:
+    """Simulate the gate: how often an arm passes or fails at CFR = τ, fails at τ/2, and fails at 2τ."""
     from kvgate.errors import BadInput
     from kvgate.gate.policy import load_policy
-    from kvgate.stats.simulate import operating
+    from kvgate.gate.simulate import Scenario, Structure, operating
 
     gate = load_policy(policy)
-    ns = ns or DEFAULT_N
-    if any(n < 1 for n in ns):
-        raise BadInput(f"--n must be ≥ 1, got {min(ns)}")
     if not 1 <= runs <= MAX_RUNS:
         raise BadInput(f"--runs must be in [1, {MAX_RUNS}], got {runs}")
-    results = [operating(n, gate, runs, seed) for n in ns]
+    if not 0 < control_pass_rate <= 1 or not 0 <= aa_rate <= 1:
+        raise BadInput("--control-pass-rate must be in (0, 1] and --aa-rate in [0, 1]")
+    if workload is not None and ns:
+        raise BadInput("give either -w WORKLOAD or --n, not both")
+    structures: list[tuple[str, Structure]]
+    if workload is not None:
+        from kvgate.report.gate_structure import gate_structure
+        from kvgate.report.run_data import read_workload_cases
+
+        cases = read_workload_cases(str(workload))
+        if cases.n == 0:
+            raise BadInput(f"workload {workload} has no cases")
+        structures = [(workload.name, gate_structure(cases, gate))]
+    else:
+        ns = ns or DEFAULT_N
+        if any(not 1 <= n <= MAX_N for n in ns):
+            raise BadInput(f"--n must be in [1, {MAX_N}], got {min(ns) if min(ns) < 1 else max(ns)}")
+        structures = [(f"n={n}", Structure.single(n, gate)) for n in ns]
+    for _, s in structures:
+        if runs * s.n_cases > MAX_CELLS:
+            raise BadInput(f"--runs × cases must be ≤ {MAX_CELLS:.0e}; got {runs} × {s.n_cases}")
+    scenario = Scenario(defects, control_pass_rate, aa_rate)
+    results = [(label, s, operating(s, gate, runs, seed, scenario)) for label, s in structures]
     if as_json:
-        data = {
-            "policy": {"tau": gate.tau, "confidence": gate.confidence, "rule": gate.rule,
-                       "min_control_passes": gate.min_control_passes, "sha256": gate.sha256},
-            "runs": runs,
-            "seed": seed,
-            "points": [asdict(r) | {"false_accept": r.false_accept, "power": r.power} for r in results],
-        }  # fmt: skip
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        click.echo(json.dumps(_json(gate, runs, seed, scenario, results), indent=2, sort_keys=True))
         return
+    _table(gate, runs, seed, scenario, results)
+
+
+def _json(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -> dict[str, Any]:
+    points = []
+    for label, s, r in results:
+        points.append({
+            "structure": label,
+            "cases": s.n_cases,
+            "slices": len(s.names),
+            "gated": int(s.family.gated.sum()),
+            "at_tau": asdict(r.at_tau),
+            "at_half_tau": asdict(r.at_half_tau),
+            "at_2tau": asdict(r.at_2tau),
+            **{
+                name: {"rate": value, "mc_se": r.standard_error(value)}
+                for name, value in (
+                    ("false_accept", r.false_accept), ("false_fail", r.false_fail),
+                    ("false_fail_half_tau", r.false_fail_half), ("power", r.power),
+                )
+            },
+        })  # fmt: skip
+    return {
+        "policy": {"tau": gate.tau, "confidence": gate.confidence, "rule": gate.rule,
+                   "min_control_passes": gate.min_control_passes, "signal_alpha": gate.signal_alpha,
+                   "sha256": gate.sha256},
+        "runs": runs,
+        "seed": seed,
+        "scenario": asdict(scenario),
+        "points": points,
+    }  # fmt: skip
+
+
+def _table(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -56,23 +130,20 @@ def simulate(policy: Path | None, ns: tuple[int, ...], runs: int, seed: int, as_
     console = Console(width=120)
     console.print(
         f"gate τ={gate.tau:g} rule={gate.rule} confidence={gate.confidence:g} "
-        f"min_control_passes={gate.min_control_passes} · {runs} simulated runs per cell, seed {seed}"
+        f"min_control_passes={gate.min_control_passes} signal_alpha={gate.signal_alpha:g} · "
+        f"{runs} simulated runs per point, seed {seed}, {scenario.defects} defects, "
+        f"control pass rate {scenario.control_pass_rate:g}, A/A rate {scenario.aa_rate:g}"
     )
     table = Table(box=box.SIMPLE_HEAD)
-    for header in ("n", "false accept @τ", "exact", "power @2τ", "exact", "pass @2τ", "inconclusive @2τ"):
+    for header in ("structure", "cases", "slices (gated)", "false accept @τ", "false fail @τ",
+                   "false fail @τ/2", "power @2τ"):  # fmt: skip
         table.add_column(header, justify="right")
-    for r in results:
-        table.add_row(
-            str(r.n),
-            f"{r.false_accept:.2%} ± {r.standard_error(r.false_accept):.2%}",
-            f"{r.exact_at_tau.passes:.2%}",
-            f"{r.power:.2%} ± {r.standard_error(r.power):.2%}",
-            f"{r.exact_at_2tau.fails:.2%}",
-            f"{r.at_2tau.passes:.2%}",
-            f"{r.at_2tau.inconclusive:.2%}",
-        )
+    for label, s, r in results:
+        cells = [f"{v:.2%} ± {r.standard_error(v):.2%}" for v in (r.false_accept, r.false_fail,
+                 r.false_fail_half, r.power)]  # fmt: skip
+        table.add_row(label, str(s.n_cases), f"{len(s.names)} ({int(s.family.gated.sum())})", *cells)
     console.print(table)
     console.print(
-        "false accept: runs that pass a candidate whose true CFR is τ · power: runs that fail one at 2τ · "
-        "± one Monte Carlo standard error · exact: summed over the binomial distribution"
+        f"arm-level shares of simulated runs; the policy promises false accept and false fail at CFR = τ "
+        f"≤ α = {gate.alpha:.3g} · power: runs that fail an arm at 2τ · ± one Monte Carlo standard error"
     )

@@ -1,17 +1,21 @@
-"""The gate policy (TOML, declared before the run; DESIGN.md, "Gate policy").
+"""The gate policy (TOML, declared before the run; docs/gate.md has the procedure it configures).
 
     tau = 0.05                 # the largest acceptable cache-induced failure rate
-    confidence = 0.95          # for the one-sided bound
-    rule = "upper_bound"       # or "point"
-    min_control_passes = 20    # fewer control passes in a slice: inconclusive, never pass
-    holm = false               # Holm-correct "fail" (and McNemar p-values) across an arm's slices
-    critical = ["task=passkey"]  # slices where one reproducible candidate-only failure fails the gate
+    confidence = 0.95          # one-sided; 1 − confidence = α, the arm's error rate each way
+    rule = "upper_bound"       # or "point" (unsafe: no error control)
+    min_control_passes = 20    # fewer control passes in a gated slice withhold a PASS, never a FAIL
+    critical = ["task=passkey"]  # gated beside `all`
+    signal_alpha = 0.2         # share of α for clear regressions in signal (non-gated) slices
+    aa_margin = 0.0            # a FAIL needs CFR − A/A CFR above this, and the difference significant
+    cluster = "prefix_group"   # cases that share it are one cluster (or "none", or a slice column)
+    allow_unwinnable = false   # let a critical slice too small to ever pass through the pre-run check
     [slice_tau]
-    "ctx_bucket=4k" = 0.10
+    "ctx_bucket=4k" = 0.10     # gated, with its own τ
 
 A slice is named `column=value`, nested as `task=passkey/ctx_bucket=4k`; `all` is every case and
-`critical` the cases the workload marks critical. A slice the policy names is gated: the arm passes
-only when it passes too.
+`critical` the cases the workload marks critical. The gated family is `all`, `critical` (when the
+workload marks cases) and every slice the policy names; every other slice is a signal. `holm` is read
+from policies written for earlier versions and has no effect: the family is always corrected.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ from kvgate.tomlspec import check_keys, parse_toml
 DEFAULT_POLICY = TREATMENTS_DIR / "policy.toml"
 RULES = ("upper_bound", "point")
 SPECIAL_SLICES = ("all", "critical")
+SAFE_CONFIDENCE = 0.8
+"""Below this confidence (or with rule "point") a policy is unsafe: `run` needs --policy-unsafe-reason."""
+NO_CLUSTER = "none"
+_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TERM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[^/=]+$")
 
 
@@ -59,6 +67,10 @@ class Policy:
     holm: bool = False
     critical: tuple[str, ...] = ()
     slice_tau: dict[str, float] = field(default_factory=dict)
+    signal_alpha: float = 0.2
+    aa_margin: float = 0.0
+    cluster: str = "prefix_group"
+    allow_unwinnable: bool = False
     text: str = ""
 
     def __post_init__(self) -> None:
@@ -73,8 +85,14 @@ class Policy:
         mcp = self.min_control_passes
         if not isinstance(mcp, int) or isinstance(mcp, bool) or mcp < 1:
             raise BadInput(f"policy min_control_passes must be an integer ≥ 1, got {mcp!r}")
-        if not isinstance(self.holm, bool):
-            raise BadInput(f"policy holm must be true or false, got {self.holm!r}")
+        for name, flag in (("holm", self.holm), ("allow_unwinnable", self.allow_unwinnable)):
+            if not isinstance(flag, bool):
+                raise BadInput(f"policy {name} must be true or false, got {flag!r}")
+        for name, share in (("signal_alpha", self.signal_alpha), ("aa_margin", self.aa_margin)):
+            if not _is_rate(share) or share == 1.0:
+                raise BadInput(f"policy {name} must be in [0, 1), got {share!r}")
+        if not isinstance(self.cluster, str) or not _COLUMN.match(self.cluster):
+            raise BadInput(f"policy cluster must be 'prefix_group', 'none' or a column, got {self.cluster!r}")
         for name in (*self.critical, *self.slice_tau):
             if not isinstance(name, str):
                 raise BadInput(f"policy slice names must be strings, got {name!r}")
@@ -97,10 +115,23 @@ class Policy:
     def tau_for(self, slice_name: str) -> float:
         return float(self.slice_tau.get(slice_name, self.tau))
 
+    @property
+    def unsafe(self) -> list[str]:
+        """Why this policy is below the safety floor (empty when it is not)."""
+        reasons = []
+        if self.confidence < SAFE_CONFIDENCE:
+            reasons.append(f"confidence {self.confidence:g} < {SAFE_CONFIDENCE:g}")
+        if self.rule == "point":
+            reasons.append('rule "point" compares the estimate to τ with no error control')
+        return reasons
+
 
 def parse_policy(text: str, where: str) -> Policy:
     data = parse_toml(text, where)
-    allowed = {"tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau"}
+    allowed = {
+        "tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau",
+        "signal_alpha", "aa_margin", "cluster", "allow_unwinnable",
+    }  # fmt: skip
     check_keys(data, allowed, where)
     critical = data.get("critical", [])
     slice_tau = data.get("slice_tau", {})
@@ -117,6 +148,10 @@ def parse_policy(text: str, where: str) -> Policy:
             holm=data.get("holm", False),
             critical=tuple(critical),
             slice_tau=dict(slice_tau),
+            signal_alpha=data.get("signal_alpha", 0.2),
+            aa_margin=data.get("aa_margin", 0.0),
+            cluster=data.get("cluster", "prefix_group"),
+            allow_unwinnable=data.get("allow_unwinnable", False),
             text=text,
         )
     except BadInput as exc:

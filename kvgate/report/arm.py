@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.gate.decision import combine
+import kvgate.gate.decision as gd
 from kvgate.gate.policy import Policy
+from kvgate.gate.procedure import arm_codes
 from kvgate.report.attribution import attribution
 from kvgate.report.context import by_context
 from kvgate.report.divergence import divergence_summary
@@ -44,6 +45,8 @@ class RunContext:
     prompt_tokens: np.ndarray
     policy: Policy
     broken: set[str]
+    clusters: np.ndarray
+    """Per case, its cluster code (report.slices.cluster_ids)."""
 
 
 def _signals(ctx: RunContext, name: str, outcomes: np.ndarray) -> CaseSignals:
@@ -58,26 +61,37 @@ def _signals(ctx: RunContext, name: str, outcomes: np.ndarray) -> CaseSignals:
 
 
 def _decision(
-    name: str, ctx: RunContext, slices: list[dict[str, Any]], errors: int, missing: int
+    name: str, ctx: RunContext, slices: list[dict[str, Any]], noisy: bool, errors: int, missing: int
 ) -> tuple[str, str]:
+    """The arm's decision (gate.procedure.arm_codes over its slices' final decisions), with data
+    problems between: isolation contradicted → error; engine errors or missing pairs → error unless a
+    slice already fails."""
     control_name = ctx.manifest["matrix"]["control"]
     if control_name in ctx.broken:
         return "error", f"isolation counters contradict the control {control_name!r}"
     if name in ctx.broken:
         return "error", "isolation counters contradict the arm"
-    failed = [s for s in slices if s["decision"] == "fail"]
-    if failed:
+    codes = np.array([gd.NAMES.index(s["decision"]) for s in slices])
+    gated = np.array([s["gated"] for s in slices], dtype=bool)
+    code = int(arm_codes(codes, gated, np.array(noisy)))
+    if code == gd.FAIL:
+        failed = [s for s in slices if s["decision"] == "fail"]
         more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
         return "fail", "slice " + ", ".join(s["slice"] for s in failed[:3]) + more + " failed"
     if errors:
         return "error", f"{errors} cases ended in engine errors"
     if missing:
         return "error", f"{missing} cases have no result pair: the run is incomplete (resume it)"
-    gated = [s for s in slices if s["gated"]]
-    decision = combine(s["decision"] for s in gated)
-    first = next((s for s in gated if s["decision"] != "pass"), gated[0])
+    if noisy:
+        floor = next(s for s in slices if s["slice"] == "all")
+        return "inconclusive", (
+            f"the A/A noise floor ({100 * (floor['aa_cfr'] or 0):.1f}% of control passes flip in the "
+            f"replicate) is above τ {100 * floor['tau']:g}%: the engine's own noise exceeds the limit"
+        )
+    gated_slices = [s for s in slices if s["gated"]]
+    first = next((s for s in gated_slices if s["decision"] != "pass"), gated_slices[0])
     where = "" if first["slice"] == "all" else f"slice {first['slice']}: "
-    return decision, where + first["reason"]
+    return gd.NAMES[code], where + first["reason"]
 
 
 def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
@@ -92,8 +106,8 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
     signals = _signals(ctx, name, outcomes)
     lossless = is_lossless(spec)
     why_critical = "a lossless arm (offload and prefix reuse must not change answers)" if lossless else None
-    slices = slice_rows(name, ctx.groups, signals, ctx.policy, why_critical)
-    decision, reason = _decision(name, ctx, slices, errors, missing)
+    slices, noisy = slice_rows(name, ctx.groups, signals, ctx.policy, why_critical, ctx.clusters)
+    decision, reason = _decision(name, ctx, slices, noisy, errors, missing)
     scored = usable & np.isfinite(cand.mean_logprob)
     failed = ~cand.passed
     cio = outcomes == CACHE_INDUCED
@@ -118,6 +132,13 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
         },
         "divergence": divergence_summary(cand.first_divergence[usable], failed[usable]),
         "by_context": by_context(ctx.context, ctx.prompt_tokens, outcomes, ctx.policy.confidence),
-        "attribution": attribution(spec, ctx.manifest["arms"], cio, ctx.rows.arm_rows),
+        "attribution": attribution(
+            spec,
+            ctx.manifest["arms"],
+            cio,
+            ctx.rows.arm_rows,
+            control.usable & control.passed & usable,
+            ctx.policy.confidence,
+        ),
         "slices": slices,
     }

@@ -4,6 +4,10 @@ For D = B + C run beside B and C alone: each case the control passes and D fails
 parts fail it on their own: one part (that part's kind, e.g. "eviction" or "quantize"), more than one
 ("both", or "several" for three or more parts), or none ("interaction": only the combination fails).
 A case some part has no verdict for (missing, engine error) is "unattributed".
+
+Each class also gets its rate among the composite's control passes with a two-sided exact interval at
+the policy's confidence: a class whose interval reaches down to the A/A noise floor may be noise (a part
+that fails a case by chance, or an "interaction" that is the engine's own flip).
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from kvgate.report.numbers import finite, ratio
 from kvgate.report.run_data import ArmRows
+from kvgate.stats.intervals import cp_bounds
 
 
 def part_arms(
@@ -62,10 +68,28 @@ def attribute(failures: np.ndarray, parts: list[tuple[str, str, ArmRows]]) -> di
     return classes
 
 
+def class_intervals(classes: dict[str, int], control_passes: int, confidence: float) -> dict[str, Any]:
+    """Per class: its rate among the control passes and a two-sided exact interval at `confidence`."""
+    names = list(classes)
+    k = np.array([classes[c] for c in names], dtype=np.int64)
+    n = np.full(k.shape, control_passes, dtype=np.int64)
+    lower, upper = cp_bounds(k, n, (1 + confidence) / 2)
+    return {
+        c: {"rate": ratio(int(k[i]), control_passes), "lower": finite(lower[i]), "upper": finite(upper[i])}
+        for i, c in enumerate(names)
+    }
+
+
 def attribution(
-    spec: dict[str, Any], arms: dict[str, dict[str, Any]], failures: np.ndarray, rows_of: Any
+    spec: dict[str, Any],
+    arms: dict[str, dict[str, Any]],
+    failures: np.ndarray,
+    rows_of: Any,
+    control_passes: np.ndarray,
+    confidence: float,
 ) -> dict[str, Any] | None:
-    """The attribution block of a composite arm (None for other kinds). `rows_of(arm)` gives ArmRows."""
+    """The attribution block of a composite arm (None for other kinds). `rows_of(arm)` gives ArmRows;
+    `control_passes`: per case, the control passes and the composite has a usable pair."""
     if spec.get("kind") != "composite":
         return None
     found, missing = part_arms(spec, arms)
@@ -74,7 +98,11 @@ def attribution(
         "missing_parts": missing,
         "failures": int(np.count_nonzero(failures)),
         "classes": None,
+        "control_passes": int(np.count_nonzero(control_passes)),
+        "confidence": confidence,
+        "intervals": None,
     }
     if not missing:
         block["classes"] = attribute(failures, [(arm, kind, rows_of(arm)) for arm, kind in found])
+        block["intervals"] = class_intervals(block["classes"], block["control_passes"], confidence)
     return block

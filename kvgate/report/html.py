@@ -39,13 +39,11 @@ def figure(svg: str | None, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
 
 
-def arm_section(arm: dict[str, Any], holm: bool) -> str:
+def arm_section(arm: dict[str, Any]) -> str:
     headers = list(text.SLICE_COLUMNS)
-    if holm:
-        headers[headers.index("McNemar")] = "McNemar·Holm"
     rows = []
     for s in arm["slices"]:
-        cells = [escape(c) for c in text.slice_cells(s, holm)]
+        cells = [escape(c) for c in text.slice_cells(s)]
         cells[0] = f"<code>{escape(s['slice'])}</code> {escape(text.slice_marks(s))}".rstrip()
         cells[-1] = badge(s["decision"])
         rows.append(cells)
@@ -76,7 +74,6 @@ def compare_section(compare: dict[str, Any]) -> str:
 
 
 def render_html(report: dict[str, Any]) -> str:
-    holm = report["policy"]["holm"]
     head = [
         f"<h1>kvgate {badge(report['decision'])} <small>exit {report['exit_code']}</small></h1>",
         f'<p class="meta">{escape(text.run_line(report))}</p>',
@@ -112,7 +109,7 @@ def render_html(report: dict[str, Any]) -> str:
             plots.cfr_by_context(report),
             "CFR against context length (median prompt tokens per bucket); dashed: τ",
         ),
-        *(arm_section(arm, holm) for arm in report["arms"]),
+        *(arm_section(arm) for arm in report["arms"]),
         "<section><h2>Where outputs first diverge</h2>"
         + (
             figure(

@@ -16,8 +16,12 @@ ELEMENT = {"fail": "failure", "inconclusive": "skipped", "error": "error"}
 
 
 def _message(s: dict[str, Any]) -> str:
+    adjusted = s["adjusted_p"] if s["role"] == "gate" else s["q_value"]
+    label = "adjusted p" if s["role"] == "gate" else "BH q"
+    flag = ", stands out" if s.get("flagged") else ""
     return (
-        f"{s['decision']}: {s['reason']}; "
+        f"{s['role']}{flag} · {s['decision']}: {s['reason']}; "
+        f"{label} {'—' if adjusted is None else f'{adjusted:.3g}'}; "
         f"CFR {s['cache_induced_failures']}/{s['control_passes']} = {pct(s['cfr'])}, "
         f"upper {pct(s['cfr_upper'])}, τ {pct(s['tau'])}"
     )

@@ -19,15 +19,13 @@ def table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[st
     return lines
 
 
-def arm_section(arm: dict[str, Any], holm: bool) -> list[str]:
+def arm_section(arm: dict[str, Any]) -> list[str]:
     mark = text.DECISION_MARK[arm["decision"]]
     lines = [f"### {mark} {cell(text.arm_title(arm))}: {arm['decision'].upper()}", "", f"{arm['reason']}", ""]
     headers = list(text.SLICE_COLUMNS)
-    if holm:
-        headers[headers.index("McNemar")] = "McNemar·Holm"
     rows = []
     for s in arm["slices"]:
-        cells = text.slice_cells(s, holm)
+        cells = text.slice_cells(s)
         cells[-1] = f"{text.DECISION_MARK[s['decision']]} {s['decision']}"
         cells[0] = f"`{s['slice']}` {text.slice_marks(s)}".rstrip()
         rows.append(cells)
@@ -59,7 +57,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += table(["arm", "kind", "decision", "why"], summary, right=set())
     lines.append("")
     for arm in report["arms"]:
-        lines += arm_section(arm, report["policy"]["holm"])
+        lines += arm_section(arm)
     lines += [f"<sub>{text.LEGEND}</sub>", ""]
     if "compare" in report:
         from kvgate.report.compare_text import compare_markdown

@@ -1,10 +1,11 @@
 """The report model: the machine-readable truth every renderer reads (DESIGN.md, "Report JSON").
 
 Pairs each candidate's first attempt with the control's (replicate 0) by case, counts per slice, bounds
-the CFR, applies the gate, measures the A/A noise floor and checks the isolation counters. An arm's
-decision: error when isolation counters contradict it or the control; else fail when any slice fails;
-else error when cases ended in engine errors or lack a result; else the combined decision of its gated
-slices (`all` and every slice the policy names). The run's decision combines the arms' (any fail →
+the CFR, applies the gate (`gate.procedure`), measures the A/A noise floor and checks the isolation
+counters. An arm's decision: error when isolation counters contradict it or the control; else fail when
+any slice fails; else error when cases ended in engine errors or lack a result; else inconclusive when
+the A/A noise floor is above τ; else pass when every gated slice passes (`all`, `critical`, and every
+slice the policy names), inconclusive otherwise. The run's decision combines the arms' (any fail →
 fail, else error, else inconclusive, else pass), and its exit code is what CI branches on.
 """
 
@@ -24,11 +25,11 @@ from kvgate.report.context import context_group
 from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
 from kvgate.report.numbers import ratio
 from kvgate.report.run_data import RunRows, read_cases
-from kvgate.report.slices import slice_groups
+from kvgate.report.slices import cluster_ids, slice_groups
 from kvgate.runner.manifest import read_manifest
 
-SCHEMA = 1
-"""Version of the report JSON's shape."""
+SCHEMA = 2
+"""Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals)."""
 PROVENANCE = (
     "run_id", "created_at", "workload_sha256", "tokenizer", "model", "engine", "engine_options",
     "matrix_name", "n_cases", "limit", "policy_sha256", "git_commit",
@@ -36,29 +37,56 @@ PROVENANCE = (
 
 
 def resolve_policy(
-    manifest: dict[str, Any], policy_text: str | None, reason: str | None
-) -> tuple[Policy, str | None]:
-    """The manifest's policy, or a new one only when a reason for the change is given."""
+    manifest: dict[str, Any], policy_text: str | None, reason: str | None, unsafe_reason: str | None = None
+) -> tuple[Policy, str | None, str | None]:
+    """The manifest's policy, or a new one only when a reason for the change is given; and the reason
+    stored (or given) for running on an unsafe policy."""
     declared = parse_policy(manifest["policy_text"], "the run's declared policy")
+    stored_unsafe = manifest.get("policy_unsafe_reason")
     if policy_text is None or policy_text == manifest["policy_text"]:
-        return declared, None
+        return declared, None, stored_unsafe
     if not reason or not reason.strip():
         raise BadInput(
             "the policy differs from the one declared before the run; "
             "pass --policy-changed-reason TEXT to gate on it anyway"
         )
-    return parse_policy(policy_text, "--policy"), reason.strip()
+    policy = parse_policy(policy_text, "--policy")
+    return policy, reason.strip(), require_unsafe_reason(policy, unsafe_reason, "--policy")
 
 
-def policy_block(policy: Policy, declared_sha: str, changed: str | None) -> dict[str, Any]:
+def require_unsafe_reason(policy: Policy, reason: str | None, where: str) -> str | None:
+    """The reason for gating on an unsafe policy (below the floor of gate.policy); BadInput without one."""
+    if not policy.unsafe:
+        return None
+    if not reason or not reason.strip():
+        raise BadInput(
+            f"{where}: unsafe policy ({'; '.join(policy.unsafe)}); "
+            "pass --policy-unsafe-reason TEXT to use it anyway (it is stored and printed on every report)"
+        )
+    return reason.strip()
+
+
+def policy_block(
+    policy: Policy, declared_sha: str, changed: str | None, unsafe_reason: str | None, cluster: str
+) -> dict[str, Any]:
     return {
         "tau": policy.tau,
         "confidence": policy.confidence,
+        "alpha": policy.alpha,
         "rule": policy.rule,
         "min_control_passes": policy.min_control_passes,
-        "holm": policy.holm,
         "critical": list(policy.critical),
         "slice_tau": dict(policy.slice_tau),
+        "signal_alpha": policy.signal_alpha,
+        "aa_margin": policy.aa_margin,
+        "cluster": cluster,
+        "allow_unwinnable": policy.allow_unwinnable,
+        "procedure": (
+            "weighted Holm over every slice that can reach α (gated family 1 − signal_alpha, signals "
+            "signal_alpha); PASS needs every gated slice's exact upper bound ≤ τ; signals flagged at BH q ≤ α"
+        ),
+        "unsafe": policy.unsafe,
+        "unsafe_reason": unsafe_reason,
         "sha256": policy.sha256,
         "declared_sha256": declared_sha,
         "changed_reason": changed,
@@ -66,17 +94,26 @@ def policy_block(policy: Policy, declared_sha: str, changed: str | None) -> dict
 
 
 def build_report(
-    run_dir: Path, policy_text: str | None = None, policy_changed_reason: str | None = None
+    run_dir: Path,
+    policy_text: str | None = None,
+    policy_changed_reason: str | None = None,
+    policy_unsafe_reason: str | None = None,
 ) -> dict[str, Any]:
     """The report of the run in `run_dir`, gated on its declared policy (or a changed one, with a reason)."""
     manifest = read_manifest(run_dir)
-    policy, changed = resolve_policy(manifest, policy_text, policy_changed_reason)
+    policy, changed, unsafe_reason = resolve_policy(
+        manifest, policy_text, policy_changed_reason, policy_unsafe_reason
+    )
     cases = read_cases(manifest)
     control_name = manifest["matrix"]["control"]
     rows = RunRows(run_dir, cases, list(manifest["arms"]))
     control = rows.arm_rows(control_name)
     replicate = rows.arm_rows(control_name, 1) if rows.has_replicate(control_name, 1) else None
     groups, notes = slice_groups(cases, policy)
+    clusters, cluster_name = cluster_ids(cases, policy)
+    notes += cluster_notes(cases.n, clusters, cluster_name)
+    if policy.unsafe:
+        notes.append(f"unsafe policy ({'; '.join(policy.unsafe)}): {unsafe_reason or 'no reason stored'}")
     prompt_tokens = np.where(cases.n_prompt_tokens > 0, cases.n_prompt_tokens, control.n_prompt_tokens)
     isolation = isolation_checks(rows, manifest["arms"])
     ctx = RunContext(
@@ -89,6 +126,7 @@ def build_report(
         prompt_tokens=prompt_tokens,
         policy=policy,
         broken={i["arm"] for i in isolation if not i["ok"]},
+        clusters=clusters,
     )
     arms = [arm_report(name, ctx) for name in manifest["matrix"]["candidates"]]
     overall = combine(a["decision"] for a in arms)
@@ -98,7 +136,7 @@ def build_report(
         "schema": SCHEMA,
         "kvgate_version": __version__,
         "run": {k: manifest.get(k) for k in PROVENANCE} | {"kvgate_version": manifest.get("kvgate_version")},
-        "policy": policy_block(policy, manifest["policy_sha256"], changed),
+        "policy": policy_block(policy, manifest["policy_sha256"], changed, unsafe_reason, cluster_name),
         "slice_columns": list(cases.slice_columns),
         "control": {
             "arm": control_name,
@@ -114,3 +152,14 @@ def build_report(
         "decision": overall,
         "exit_code": EXIT_CODES[overall],
     }
+
+
+def cluster_notes(n_cases: int, clusters: np.ndarray, name: str) -> list[str]:
+    """A note when cases share clusters: their bounds rest on clusters, not cases (stats.clusters)."""
+    distinct = int(np.unique(clusters).size)
+    if distinct >= n_cases:
+        return []
+    return [
+        f"{n_cases} cases in {distinct} clusters by {name}: bounds and tests count each slice's clusters "
+        "as its effective cases (design effect n/G, the worst case of full within-cluster correlation)"
+    ]

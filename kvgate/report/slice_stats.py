@@ -1,8 +1,9 @@
-"""Per-slice statistics and decisions of one candidate arm (DESIGN.md, "Report JSON").
+"""Per-slice statistics and decisions of one candidate arm (docs/report-json.md, docs/gate.md).
 
-For every slice: the paired counts, CFR with its one-sided Clopper–Pearson bounds, McNemar's exact
-p-value, the exact exceedance p-value, the candidate's total failure rate, the A/A flip rate on the same
-cases, and the gate's decision, with Holm's correction across the arm's slices when the policy asks.
+For every slice: the paired counts, CFR with its one-sided exact bounds (on effective counts where cases
+are clustered), the exceedance p-value and its weighted-Holm adjustment, the BH q-value of a signal,
+McNemar's exact p-value, the candidate's total failure rate, the A/A replicate on the same cases, the
+minimum detectable CFR and the control passes a PASS would need, and the decision of `gate.procedure`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.gate.decision import NAMES, decide, reason
+from kvgate.gate import procedure as proc
+from kvgate.gate.decision import FAIL, NAMES
 from kvgate.gate.policy import Policy
 from kvgate.report.numbers import finite, ratio
-from kvgate.report.slices import CRITICAL, SliceGroup
-from kvgate.stats.intervals import cp_bounds
-from kvgate.stats.paired import N_OUTCOMES, PairedCounts, grouped_counts
-from kvgate.stats.tests import exceed_pvalue, holm, mcnemar_pvalues
+from kvgate.report.slices import CRITICAL, SliceGroup, is_gated
+from kvgate.stats.clusters import clusters_per_slice
+from kvgate.stats.paired import BOTH_PASS, CACHE_INDUCED, N_OUTCOMES, PairedCounts, grouped_counts
+from kvgate.stats.power import min_detectable, passes_needed
+from kvgate.stats.tests import mcnemar_pvalues
 
 
 @dataclass(frozen=True)
@@ -66,46 +69,75 @@ def _critical_reason(reproducible: int, unconfirmed: int, critical_arm: str | No
     return f"{' + '.join(parts)} candidate-only failures in {critical_arm or 'a critical slice'}"
 
 
+def slice_reason(why: int, row: dict[str, Any], policy: Policy) -> str:
+    """The words for a slice's WHY_* code (gate.procedure), with the numbers behind it."""
+    alpha = f"{policy.alpha:.3g}"
+    if why == proc.WHY_PASS:
+        return "upper bound ≤ τ"
+    if why == proc.WHY_POINT:
+        return "CFR ≤ τ (point rule)" if row["decision"] == "pass" else "CFR > τ (point rule)"
+    if why == proc.WHY_FAIL:
+        return f"lower bound > τ; adjusted p {row['adjusted_p']:.2g} ≤ α {alpha}"
+    if why == proc.WHY_NOT_ABOVE_AA:
+        return f"CFR above τ but not above the A/A replicate's (Fisher p {row['aa_p']:.2g} ≥ α {alpha})"
+    if why == proc.WHY_MARGIN:
+        return f"CFR above τ but within aa_margin {policy.aa_margin:g} of the A/A replicate's"
+    if why == proc.WHY_EMPTY:
+        return "no control passes"
+    if why == proc.WHY_FEW:
+        return f"{row['control_passes']} control passes < min {policy.min_control_passes}"
+    needed = row["passes_needed"]
+    more = f"; a PASS needs ≈{needed} control passes at this CFR" if needed and needed > 0 else ""
+    return "τ inside the confidence interval" + more
+
+
 def slice_rows(
-    arm: str, groups: list[SliceGroup], signals: CaseSignals, policy: Policy, critical_arm: str | None
-) -> list[dict[str, Any]]:
-    """One dict per slice, in group order. `critical_arm`: why every slice is critical (lossless arms)."""
+    arm: str,
+    groups: list[SliceGroup],
+    signals: CaseSignals,
+    policy: Policy,
+    critical_arm: str | None,
+    clusters: np.ndarray,
+) -> tuple[list[dict[str, Any]], bool]:
+    """One dict per slice, in group order, and whether the A/A noise floor of `all` is above τ.
+
+    `critical_arm`: why every slice is critical (lossless arms: any candidate-only failure fails).
+    `clusters`: per case, its cluster code (report.slices.cluster_ids).
+    """
     names = [n for g in groups for n in g.names]
     labels = [lab for g in groups for lab in g.labels]
     tallies = _tallies(groups, signals)
     outcome_counts = tallies.sum(axis=(2, 3))[:, 1:]
-    aa_counts = tallies.sum(axis=(1, 3))[:, 1:]
     rerun_counts = tallies.sum(axis=(1, 2))
     reproducible, flaky, unconfirmed = (rerun_counts[:, c] for c in (REPRODUCIBLE, FLAKY, UNCONFIRMED))
+    aa_counts = tallies.sum(axis=(1, 3))[:, 1:]
+    passing = tallies[:, 1 + BOTH_PASS] + tallies[:, 1 + CACHE_INDUCED]  # (slice, A/A+1, re-run)
+    aa_fail, aa_known = passing[:, 2].sum(axis=-1), passing[:, 1:].sum(axis=(1, 2))
     counts = [PairedCounts.from_outcome_counts(row) for row in outcome_counts]
     k = np.array([c.cache_induced_failures for c in counts], dtype=np.int64)
     n = np.array([c.control_passes for c in counts], dtype=np.int64)
-    tau = np.array([policy.tau_for(name) for name in names])
-    lower, upper = cp_bounds(k, n, policy.confidence)
-    exceed = exceed_pvalue(k, n, tau)
+    control_pass = (signals.outcomes == BOTH_PASS) | (signals.outcomes == CACHE_INDUCED)
+    g = np.concatenate([clusters_per_slice(gr.codes, gr.size, clusters, control_pass) for gr in groups])
+    has_aa = bool((signals.aa >= 0).any())
+    gated = np.array([is_gated(name, policy) for name in names], dtype=bool)
+    family = proc.Family(tau=np.array([policy.tau_for(name) for name in names]), gated=gated)
+    v = proc.decide_arm(
+        proc.SliceCounts(k, n, g, aa_fail if has_aa else None, aa_known if has_aa else None), family, policy
+    )
     mcnemar = [finite(p) for p in mcnemar_pvalues(k, np.array([c.candidate_only_passes for c in counts]))]
-    exceed_holm = mcnemar_holm = None
-    fail_p = None
-    if policy.holm:
-        exceed_holm = holm([finite(p) for p in exceed])
-        mcnemar_holm = holm(mcnemar)
-        fail_p = np.array([np.nan if p is None else p for p in exceed_holm])
-    codes = decide(k, n, tau, policy, fail_p if policy.rule == "upper_bound" else None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        deff = np.where(g > 0, n / np.maximum(g, 1), 1.0)
+        observed = np.where(n > 0, k / np.maximum(n, 1), 0.0)
+    mde = min_detectable(n, v.n_eff, family.tau, v.level)
+    needed = passes_needed(observed, family.tau, policy.confidence, deff, policy.min_control_passes)
     rows = []
     for i, (name, c) in enumerate(zip(names, counts, strict=True)):
-        code = int(codes[i])
-        decision, why = (
-            NAMES[code],
-            reason(code, c.cache_induced_failures, c.control_passes, policy, fail_p is not None),
-        )
-        critical = critical_arm is not None or name == CRITICAL or name in policy.critical
-        if critical and reproducible[i] + unconfirmed[i] > 0:
-            decision, why = "fail", _critical_reason(int(reproducible[i]), int(unconfirmed[i]), critical_arm)
         aa_pairs = int(aa_counts[i].sum())
         row: dict[str, Any] = {
             "arm": arm,
             "slice": name,
             "labels": labels[i],
+            "role": "gate" if gated[i] else "signal",
             "n_pairs": c.n_pairs,
             "control_passes": c.control_passes,
             "cache_induced_failures": c.cache_induced_failures,
@@ -113,24 +145,35 @@ def slice_rows(
             "both_fail": c.both_fail,
             "candidate_failures": c.candidate_failures,
             "cfr": c.cfr,
-            "cfr_lower": finite(lower[i]),
-            "cfr_upper": finite(upper[i]),
-            "tau": float(tau[i]),
-            "decision": decision,
-            "reason": why,
-            "critical": critical,
-            "gated": name == "all" or name in policy.named_slices,
+            "cfr_lower": finite(v.lower[i]),
+            "cfr_upper": finite(v.upper[i]),
+            "tau": float(family.tau[i]),
+            "decision": NAMES[int(v.codes[i])],
+            "reason": "",
+            "critical": critical_arm is not None or name == CRITICAL or name in policy.critical,
+            "gated": bool(gated[i]),
+            "clusters": int(g[i]),
+            "design_effect": float(deff[i]),
+            "exceed_p": finite(v.exceed_p[i]),
+            "adjusted_p": finite(v.adjusted_p[i]),
+            "alpha_share": float(v.level[i]),
+            "q_value": finite(v.q[i]),
+            "flagged": bool(v.flagged[i]),
+            "aa_p": finite(v.aa_p[i]),
             "mcnemar_p": mcnemar[i],
-            "exceed_p": finite(exceed[i]),
+            "min_detectable_cfr": finite(mde[i]),
+            "passes_needed": int(needed[i]) if needed[i] >= 0 else None,
             "total_failure_rate": c.total_failure_rate,
             "aa_pairs": aa_pairs,
             "aa_flips": int(aa_counts[i, 1]),
             "aa_flip_rate": ratio(int(aa_counts[i, 1]), aa_pairs),
+            "aa_cfr": ratio(int(aa_fail[i]), int(aa_known[i])) if has_aa else None,
             "reproducible_failures": int(reproducible[i]) if signals.reruns_known else None,
             "flaky_failures": int(flaky[i]) if signals.reruns_known else None,
         }
-        if exceed_holm is not None and mcnemar_holm is not None:
-            row["exceed_p_holm"] = exceed_holm[i]
-            row["mcnemar_p_holm"] = mcnemar_holm[i]
+        row["reason"] = slice_reason(int(v.why[i]), row, policy)
+        if critical_arm is not None and reproducible[i] + unconfirmed[i] > 0:
+            row["decision"] = NAMES[FAIL]
+            row["reason"] = _critical_reason(int(reproducible[i]), int(unconfirmed[i]), critical_arm)
         rows.append(row)
-    return rows
+    return rows, bool(v.noisy)

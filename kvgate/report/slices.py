@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvgate.errors import BadInput
-from kvgate.gate.policy import Policy, slice_terms
+from kvgate.gate.policy import NO_CLUSTER, Policy, slice_terms
 from kvgate.registry import unknown_name
 from kvgate.report.run_data import CaseTable
 
@@ -87,6 +87,32 @@ def named_slice(cases: CaseTable, name: str) -> SliceGroup:
         inside &= codes == (values.index(value) if value in values else -2)
         labels[column] = value
     return SliceGroup([name], [labels], np.where(inside, 0, -1))
+
+
+def is_gated(name: str, policy: Policy) -> bool:
+    """Whether a slice is in the gated family: `all`, `critical`, or named by the policy (else: a signal)."""
+    return name in (ALL, CRITICAL) or name in policy.named_slices
+
+
+def cluster_ids(cases: CaseTable, policy: Policy) -> tuple[np.ndarray, str]:
+    """Per case, its cluster code under the policy's `cluster` column, and what the report calls it.
+
+    "prefix_group": cases asked over one shared context; "none": every case alone; a slice column: its
+    values (a case without one is alone). A name the workload lacks is bad input.
+    """
+    if policy.cluster == NO_CLUSTER:
+        return np.arange(cases.n, dtype=np.int64), NO_CLUSTER
+    if policy.cluster == "prefix_group":
+        return cases.clusters, "prefix_group"
+    if policy.cluster not in cases.labels:
+        raise unknown_name(
+            "cluster column in the policy", policy.cluster, ["prefix_group", NO_CLUSTER, *cases.labels]
+        )
+    codes, values = cases.labels[policy.cluster]
+    alone = codes < 0
+    ids = np.array(codes, dtype=np.int64)
+    ids[alone] = len(values) + np.arange(int(alone.sum()))
+    return ids, policy.cluster
 
 
 def slice_groups(cases: CaseTable, policy: Policy) -> tuple[list[SliceGroup], list[str]]:

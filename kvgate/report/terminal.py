@@ -19,7 +19,7 @@ def decision_text(decision: str) -> Text:
     return Text(decision.upper(), style=COLOURS.get(decision, ""))
 
 
-def arm_table(arm: dict[str, Any], holm: bool) -> Table:
+def arm_table(arm: dict[str, Any]) -> Table:
     table = Table(
         title=text.arm_title(arm),
         title_justify="left",
@@ -30,12 +30,10 @@ def arm_table(arm: dict[str, Any], holm: bool) -> Table:
     )
     table.add_column(text.SLICE_COLUMNS[0], overflow="fold", min_width=30)
     for header in text.SLICE_COLUMNS[1:-1]:
-        table.add_column(
-            "McNemar·Holm" if holm and header == "McNemar" else header, justify="right", no_wrap=True
-        )
+        table.add_column(header, justify="right", no_wrap=True)
     table.add_column(text.SLICE_COLUMNS[-1], no_wrap=True)
     for s in arm["slices"]:
-        cells: list[Any] = text.slice_cells(s, holm)
+        cells: list[Any] = text.slice_cells(s)
         cells[-1] = decision_text(s["decision"])
         table.add_row(*cells)
     return table
@@ -60,7 +58,7 @@ def render_terminal(report: dict[str, Any], console: Console) -> None:
         console.print(Text("note: " + note, style="yellow"))
     for arm in report["arms"]:
         console.print()
-        console.print(arm_table(arm, report["policy"]["holm"]))
+        console.print(arm_table(arm))
         verdict = Text(f"{arm['arm']}: ")
         verdict.append(decision_text(arm["decision"]))
         verdict.append(f" — {arm['reason']}")

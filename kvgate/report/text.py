@@ -18,13 +18,15 @@ SLICE_COLUMNS = (
     "cand✓",
     "total✗",
     "A/A✗",
-    "McNemar",
+    "adj p",
     "decision",
 )
 LEGEND = (
     "fail/pass: cache-induced failures / control passes · upper: one-sided bound of CFR · "
     "both✗: both arms fail (left out) · cand✓: only the candidate passes · total✗: candidate failure rate · "
-    "A/A✗: control verdicts its replicate flips · ★ gated slice · ⚑ critical slice"
+    "A/A✗: control verdicts its replicate flips · adj p: weighted-Holm adjusted p (gate) or BH q (signal) · "
+    "★ gated slice (the arm passes only if it does) · ⚑ critical slice · ↑ signal that stands out (q ≤ α); "
+    "signals fail the arm only on a clear regression (adjusted p ≤ α)"
 )
 
 
@@ -38,7 +40,12 @@ def pval(value: float | None) -> str:
 
 
 def slice_marks(s: dict[str, Any]) -> str:
-    return ("★" if s["gated"] else "") + ("⚑" if s["critical"] else "")
+    return ("★" if s["gated"] else "") + ("⚑" if s["critical"] else "") + ("↑" if s.get("flagged") else "")
+
+
+def adjusted(s: dict[str, Any]) -> str:
+    """The slice's multiplicity-adjusted figure: Holm p for a gate, BH q for a signal."""
+    return pval(s["adjusted_p"] if s["role"] == "gate" else s["q_value"])
 
 
 def slice_label(s: dict[str, Any]) -> str:
@@ -46,9 +53,8 @@ def slice_label(s: dict[str, Any]) -> str:
     return f"{s['slice']} {marks}" if marks else s["slice"]
 
 
-def slice_cells(s: dict[str, Any], holm: bool) -> list[str]:
+def slice_cells(s: dict[str, Any]) -> list[str]:
     """The cells of one slice row, in SLICE_COLUMNS order, decision last (uncoloured)."""
-    mcnemar = s.get("mcnemar_p_holm") if holm else s["mcnemar_p"]
     return [
         slice_label(s),
         f"{s['cache_induced_failures']}/{s['control_passes']}",
@@ -59,7 +65,7 @@ def slice_cells(s: dict[str, Any], holm: bool) -> list[str]:
         str(s["candidate_only_passes"]),
         pct(s["total_failure_rate"]),
         pct(s["aa_flip_rate"]),
-        pval(mcnemar),
+        adjusted(s),
         s["decision"].upper(),
     ]
 
@@ -80,13 +86,19 @@ def policy_line(report: dict[str, Any]) -> str:
         f"confidence={pct(p['confidence'])}",
         f"min_control_passes={p['min_control_passes']}",
     ]
-    if p["holm"]:
-        parts.append("Holm-corrected across slices")
+    parts.append(f"signal_alpha={p['signal_alpha']:g}")
+    if p["aa_margin"]:
+        parts.append(f"aa_margin={pct(p['aa_margin'])}")
+    if p["cluster"] != "none":
+        parts.append(f"clusters: {p['cluster']}")
     if p["critical"]:
         parts.append("critical: " + ", ".join(p["critical"]))
     if p["slice_tau"]:
         parts.append("slice τ: " + ", ".join(f"{k} → {pct(v)}" for k, v in sorted(p["slice_tau"].items())))
-    return "policy: " + " · ".join(parts) + f" (sha256 {p['sha256'][:12]})"
+    line = "policy: " + " · ".join(parts) + f" (sha256 {p['sha256'][:12]})"
+    if p["unsafe"]:
+        line += f" · UNSAFE ({'; '.join(p['unsafe'])}): {p['unsafe_reason'] or 'no reason stored'}"
+    return line
 
 
 def control_line(report: dict[str, Any]) -> str:
@@ -152,9 +164,21 @@ def attribution_line(arm: dict[str, Any]) -> str | None:
     if a["classes"] is None:
         return f"attribution: not possible, parts not run as arms: {', '.join(a['missing_parts'])}"
     order = [p["kind"] for p in a["parts"]] + ["both", "several", "interaction", "unattributed"]
-    classes = " · ".join(f"{name} {a['classes'][name]}" for name in order if name in a["classes"])
+    intervals = a.get("intervals") or {}
+
+    def share(name: str) -> str:
+        i = intervals.get(name)
+        if not i or i["rate"] is None:
+            return ""
+        return f" ({pct(i['rate'])}, {pct(i['lower'])}–{pct(i['upper'])})"
+
+    present = [name for name in order if name in a["classes"]]
+    classes = " · ".join(f"{name} {a['classes'][name]}{share(name)}" for name in present)
     parts = " + ".join(f"{p['arm']} ({p['kind']})" for p in a["parts"])
-    return f"attribution of {a['failures']} cache-induced failures to {parts}: {classes}"
+    conf = ""
+    if intervals:
+        conf = f"; rates of {a['control_passes']} control passes, {pct(a['confidence'])} intervals"
+    return f"attribution of {a['failures']} cache-induced failures to {parts}: {classes}{conf}"
 
 
 def verdict_line(arm: dict[str, Any]) -> str:

@@ -49,3 +49,17 @@ def cp_bounds(k: np.ndarray, n: np.ndarray, confidence: float) -> tuple[np.ndarr
         lower = np.where(k == 0, 0.0, betaincinv(np.maximum(k, 1), n - k + 1, 1 - confidence))
     empty = n == 0
     return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)
+
+
+def effective_bounds(k: np.ndarray, n: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided (lower, upper) exact bounds for real-valued effective counts (stats.clusters); NaN where
+    n = 0. The beta quantiles take real arguments, so for integer k and n they equal `cp_bounds`."""
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        upper = np.where(k >= n, 1.0, betaincinv(k + 1, np.maximum(n - k, 1e-12), confidence))
+        lower = np.where(k <= 0, 0.0, betaincinv(np.maximum(k, 1e-12), n - k + 1, 1 - confidence))
+    empty = n <= 0
+    return np.where(empty, np.nan, lower), np.where(empty, np.nan, upper)

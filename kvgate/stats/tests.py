@@ -1,4 +1,5 @@
-"""Paired tests: McNemar's exact test, the exact binomial exceedance test, Holm's correction, and AUC.
+"""Paired tests: McNemar's exact test, the exact binomial exceedance test, Fisher's one-sided test of
+candidate against A/A replicate, Holm's correction, and AUC.
 
 Binomial tails come from scipy.special (bdtr, bdtrc), not scipy.stats, to keep report start-up fast.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import bdtr, bdtrc
+from scipy.special import bdtr, bdtrc, betainc, gammaln
 
 
 def mcnemar_pvalues(b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -43,6 +44,50 @@ def exceed_pvalue(k: np.ndarray, n: np.ndarray, tau: np.ndarray) -> np.ndarray:
     tau = np.broadcast_to(np.asarray(tau, dtype=float), k.shape)
     p = np.where(k <= 0, 1.0, bdtrc(np.maximum(k - 1, 0), np.maximum(n, 1), tau))
     return np.where(n == 0, np.nan, np.clip(p, 0.0, 1.0))
+
+
+def effective_exceed_pvalue(k: np.ndarray, n: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """`exceed_pvalue` for real-valued effective counts: the regularised incomplete beta I_τ(k, n − k + 1),
+    which is P(Binomial(n, τ) ≥ k) at integer k; 1 where k = 0, NaN where n = 0. Its smallest value, at
+    k = n, is τⁿ."""
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    tau = np.broadcast_to(np.asarray(tau, dtype=float), np.broadcast_shapes(k.shape, n.shape))
+    with np.errstate(invalid="ignore"):
+        p = np.where(k <= 0, 1.0, betainc(np.maximum(k, 1e-12), np.maximum(n - k + 1, 1.0), tau))
+    return np.where(n <= 0, np.nan, np.clip(p, 0.0, 1.0))
+
+
+def fisher_greater(a: np.ndarray, n1: np.ndarray, b: np.ndarray, n2: np.ndarray) -> np.ndarray:
+    """One-sided Fisher exact p-values that rate a/n1 exceeds rate b/n2: P(X ≥ a) for X hypergeometric
+    (n1 + n2 items, a + b of them failures, n1 drawn). NaN where n1 or n2 is 0. Fisher (1935); conditional
+    and conservative, which suits a test that may only withhold a FAIL."""
+    a, b, n1, n2 = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (a, b, n1, n2)))
+    p = hypergeom_sf(a, n1 + n2, a + b, n1)
+    return np.where((n1 <= 0) | (n2 <= 0), np.nan, np.clip(p, 0.0, 1.0))
+
+
+def _log_choose(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    return np.asarray(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1))
+
+
+def hypergeom_sf(x: np.ndarray, total: np.ndarray, successes: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """P(X ≥ x) for X hypergeometric (`draws` from `total` items of which `successes` count), summed over
+    the support term by term with scipy.special's log-gamma (scipy.stats stays off the report's path)."""
+    x, total, successes, draws = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.int64) for v in (x, total, successes, draws))
+    )
+    start = np.maximum(x, np.maximum(0, draws - (total - successes)))
+    stop = np.minimum(draws, successes)
+    log_all = _log_choose(total, draws)
+    p = np.zeros(x.shape)
+    for j in range(int(np.max(stop - start, initial=-1)) + 1):
+        k = start + j
+        inside = k <= stop
+        kk = np.where(inside, k, 0)
+        term = np.exp(_log_choose(successes, kk) + _log_choose(total - successes, draws - kk) - log_all)
+        p += np.where(inside, term, 0.0)
+    return np.minimum(p, 1.0)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:

@@ -80,7 +80,7 @@ def cases() -> list[Case]:
             task=task(i),
             messages=({"role": "user", "content": f"question {i}"},),
             max_new_tokens=8,
-            validator="substring",
+            validator="substring_all",
             expected=f"answer {i}",
             validator_args={},
             prefix_group=None,

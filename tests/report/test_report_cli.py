@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 from report_fixed_run import POLICY, make_fixed_run, row
+from statsmodels.stats.multitest import multipletests
 
 from kvgate.cli import cli
-from kvgate.runner.store import write_part
+from kvgate.runner.store import reconcile, write_part
 
 
 def invoke(*args: str) -> Result:
@@ -52,9 +53,13 @@ def test_policy_change_with_a_reason_is_gated_and_the_reason_printed(fixed_run: 
     assert data["policy"]["changed_reason"] == reason
     assert data["policy"]["tau"] == 0.3 and data["policy"]["sha256"] != data["policy"]["declared_sha256"]
     assert f"policy changed after the run: {reason}" in result.stderr
-    # τ = 30% passes fp8; snapkv still fails on the cases the workload itself marks critical
-    assert data["arms"][1]["decision"] == "pass"
-    assert (data["arms"][0]["decision"], data["arms"][0]["reason"]) == ("fail", "slice critical failed")
+    # τ = 30%: fp8 passes `all`, but the workload's 6 critical cases can never pass (7 by the bound at 90%,
+    # 10 by min_control_passes)
+    fp8 = {s["slice"]: s for s in data["arms"][1]["slices"]}
+    assert (fp8["all"]["decision"], fp8["critical"]["decision"]) == ("pass", "inconclusive")
+    assert fp8["critical"]["passes_needed"] == 10 and data["arms"][1]["decision"] == "inconclusive"
+    # snapkv: 4 of 6 critical cases at τ = 30% is P(Bin(6, 0.3) ≥ 4) = 0.07 before adjustment: not a FAIL
+    assert data["arms"][0]["decision"] == "inconclusive"
     md = invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", reason, "--format", "md")
     assert f"**policy changed after the run:** {reason}" in md.stdout
 
@@ -91,23 +96,22 @@ def test_unknown_slice_column_in_the_policy_is_bad_input(fixed_run: Path, tmp_pa
     assert "unknown slice column in the policy 'tsak'; did you mean 'task'?" in result.output
 
 
-def test_holm_correction_when_the_policy_asks(fixed_run: Path, tmp_path: Path) -> None:
-    policy = tmp_path / "holm.toml"
-    policy.write_text(POLICY.replace("holm = false", "holm = true"))
-    data = as_json(
-        invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", "holm", "--format", "json")
-    )
+def test_adjusted_figures_gates_by_weighted_holm_signals_by_bh(fixed_run: Path) -> None:
+    data = as_json(invoke(str(fixed_run), "--format", "json"))
     slices = data["arms"][0]["slices"]
-    raw = [s["exceed_p"] for s in slices]
-    m = len(raw)
-    order = sorted(range(m), key=lambda i: raw[i])
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * raw[i]))
-        assert slices[i]["exceed_p_holm"] == pytest.approx(running)
-    assert all("mcnemar_p_holm" in s for s in slices)
-    table = invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", "holm").output
-    assert "McNemar·Holm" in table and "Holm-corrected across slices" in table
+    alpha = data["policy"]["alpha"]
+    signals = [s for s in slices if s["role"] == "signal" and s["exceed_p"] is not None]
+    _, q, _, _ = multipletests([s["exceed_p"] for s in signals], method="fdr_bh")
+    for s, expected in zip(signals, q, strict=True):
+        assert s["q_value"] == pytest.approx(expected) and s["flagged"] == (expected <= alpha)
+    assert all(s["q_value"] is None for s in slices if s["role"] == "gate")
+    tested = [s for s in slices if s["adjusted_p"] is not None]
+    total = sum(s["alpha_share"] for s in tested)
+    assert total == pytest.approx(alpha)
+    first = min(tested, key=lambda s: s["exceed_p"] / s["alpha_share"])
+    assert first["adjusted_p"] == pytest.approx(min(1.0, first["exceed_p"] * alpha / first["alpha_share"]))
+    table = invoke(str(fixed_run)).output
+    assert "adj p" in table and "signal_alpha=0.2" in table
 
 
 def test_junit_has_one_case_per_arm_and_slice(fixed_run: Path) -> None:
@@ -177,7 +181,7 @@ def test_engine_errors_in_the_control_make_every_unfailed_arm_an_error(tmp_path:
     assert decisions == {
         "snapkv-50": "fail",
         "fp8-e4m3": "error",
-        "snapkv-50+fp8": "fail",
+        "snapkv-50+fp8": "error",
         "offload-host": "error",
         "prefix-reuse": "error",
     }
@@ -198,6 +202,7 @@ def test_an_incomplete_run_is_an_error_not_a_pass(tmp_path: Path) -> None:
     run = make_fixed_run(tmp_path)
     part = next((run / "results" / "offload-host").glob("part-*.parquet"))
     part.unlink()
+    reconcile(run, run.name)  # as a resume opening the run does: the deleted part leaves the index
     write_part(run, "offload-host", [row(i, "offload-host", True) for i in range(40)])
     data = as_json(invoke(str(run), "--format", "json"))
     offload = data["arms"][3]

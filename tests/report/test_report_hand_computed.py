@@ -35,7 +35,7 @@ from kvgate.cli import cli
 
 TAU, CONFIDENCE, MIN_PASSES = 0.1, 0.9, 10
 SLICE_TAU = {"ctx_bucket=1k": 0.2}
-GATED = {"all", "task=passkey", "ctx_bucket=1k"}
+GATED = {"all", "task=passkey", "ctx_bucket=1k", "critical"}
 LOSSLESS = {"offload-host", "prefix-reuse"}
 SLICES = [
     "all", "task=needle", "task=passkey", "ctx_bucket=512", "ctx_bucket=1k", "depth_bucket=start",
@@ -89,15 +89,7 @@ def expected_slice(arm: str, name: str) -> dict[str, Any]:
     reruns = RERUNS.get(arm, {})
     reproducible = sum(1 for i in cio if reruns.get(i, "none") is False)
     flaky = sum(1 for i in cio if reruns.get(i) is True)
-    unconfirmed = k - reproducible - flaky
     critical = arm in LOSSLESS or name in ("critical", "task=passkey")
-    if n < MIN_PASSES:
-        decision = "inconclusive"
-    else:
-        assert lower is not None and upper is not None
-        decision = "pass" if upper <= tau else "fail" if lower > tau else "inconclusive"
-    if critical and reproducible + unconfirmed:
-        decision = "fail"
     aa = [i for i in members(name) if i not in CONTROL_ERRORS]
     flips = sum(control_pass(i) != replicate_pass(i) for i in aa)
     return {
@@ -121,7 +113,7 @@ def expected_slice(arm: str, name: str) -> dict[str, Any]:
         "flaky_failures": flaky,
         "critical": critical,
         "gated": name in GATED,
-        "decision": decision,
+        "role": "gate" if name in GATED else "signal",
         "labels": {} if name in ("all", "critical") else dict(t.split("=") for t in name.split("/")),
     }
 
@@ -156,6 +148,25 @@ def test_the_all_slice_of_snapkv_written_out(report: dict[str, Any]) -> None:
     assert s["decision"] == "inconclusive"
 
 
+def test_decisions_of_the_fixed_run(report: dict[str, Any]) -> None:
+    """The procedure (tests/gate checks it alone) on the fixed run: snapkv's 4 of 6 critical cases fail
+    (exceedance p = P(Bin(6, 0.1) ≥ 4) = 0.00127; gated family of 4 slices that can reach α = 0.1, each
+    weighted 0.8/4 beside 7 signals at 0.2/7, so p̃ = 0.00127·(0.8 + 0.2)/0.2 = 0.00635 ≤ 0.1), and the
+    replicate loses none of those 6 (Fisher p = P(X ≥ 4) = 15/495 ≈ 0.030 < α): a FAIL. The lossless arms'
+    critical slice of 6 cases can never pass τ = 10% at 90% (that needs 22), so they stay inconclusive."""
+    snapkv = {s["slice"]: s for s in report["arms"][0]["slices"]}
+    critical = snapkv["critical"]
+    assert critical["exceed_p"] == pytest.approx(float(binom.sf(3, 6, 0.1)))
+    assert critical["adjusted_p"] == pytest.approx(float(binom.sf(3, 6, 0.1)) / 0.2)
+    assert critical["aa_p"] == pytest.approx(15 / 495)
+    assert critical["decision"] == "fail"
+    assert critical["passes_needed"] is None and snapkv["all"]["decision"] == "inconclusive"
+    offload = {s["slice"]: s for s in report["arms"][3]["slices"]}["critical"]
+    assert (offload["cache_induced_failures"], offload["decision"], offload["passes_needed"]) == (
+        0, "inconclusive", 22,
+    )  # fmt: skip
+
+
 def test_arm_level_numbers(report: dict[str, Any]) -> None:
     arms = {a["arm"]: a for a in report["arms"]}
     snapkv = arms["snapkv-50"]
@@ -173,21 +184,26 @@ def test_arm_level_numbers(report: dict[str, Any]) -> None:
     assert d["failed"] == [2, 2, 1, 1, 0, 0, 0, 0] and d["passed"] == [0, 0, 0, 0, 0, 0, 0, 1]
     assert LOW_CONFIDENCE_PASS == {"snapkv-50": 10}
     composite = arms["snapkv-50+fp8"]
-    assert composite["attribution"] == {
+    attribution = composite["attribution"]
+    assert {k: attribution[k] for k in ("parts", "missing_parts", "failures", "classes")} == {
         "parts": [{"arm": "snapkv-50", "kind": "eviction"}, {"arm": "fp8-e4m3", "kind": "quantize"}],
         "missing_parts": [],
         "failures": 6,
         "classes": {"eviction": 2, "quantize": 1, "both": 1, "interaction": 2, "unattributed": 0},
     }
+    interaction = attribution["intervals"]["interaction"]
+    lower, upper = proportion_confint(2, 46, alpha=1 - CONFIDENCE, method="beta")
+    assert attribution["control_passes"] == 46 and interaction["rate"] == pytest.approx(2 / 46)
+    assert (interaction["lower"], interaction["upper"]) == (pytest.approx(lower), pytest.approx(upper))
     assert arms["fp8-e4m3"]["attribution"] is None
     assert [(a["arm"], a["decision"]) for a in report["arms"]] == [
         ("snapkv-50", "fail"),
         ("fp8-e4m3", "inconclusive"),
-        ("snapkv-50+fp8", "fail"),
-        ("offload-host", "pass"),
+        ("snapkv-50+fp8", "inconclusive"),
+        ("offload-host", "inconclusive"),
         ("prefix-reuse", "error"),
     ]
-    assert arms["snapkv-50"]["reason"] == "slice task=passkey, critical failed"
+    assert arms["snapkv-50"]["reason"] == "slice critical failed"
     assert arms["prefix-reuse"]["engine_errors"] == 1
     assert arms["offload-host"]["lossless"] and not arms["fp8-e4m3"]["lossless"]
     points = arms["snapkv-50"]["by_context"]

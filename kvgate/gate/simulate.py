@@ -1,0 +1,214 @@
+"""How good is the gate itself? The whole decision procedure, simulated on a workload's slice structure.
+
+A `Structure` is what the gate sees of a workload before any generation: each case's slices, its
+cluster, and which slices gate. Each simulated run draws, for every case the control passes, whether the
+candidate fails it (at a true CFR p, independently per case, or per cluster: a defect that hits a
+cluster fails all of its cases), and whether the A/A replicate fails it (at `aa_rate`). Slice counts are
+one sparse product; `gate.procedure.decide_arm` — the code `kvgate report` runs — decides every run at
+once. The arm-level shares at p = τ (false accept: PASS; false fail: FAIL), p = τ/2 (false fail) and
+p = 2τ (power: FAIL) are the operating characteristics the policy declares, each with its Monte Carlo
+standard error √(r(1 − r)/runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
+from kvgate.gate.policy import Policy
+from kvgate.gate.procedure import Family, SliceCounts, decide_arm
+
+DEFECTS = ("independent", "cluster")
+CHUNK = 2_000
+"""Simulated runs decided at once (bounds memory: chunk × cases booleans)."""
+
+
+@dataclass(frozen=True)
+class Structure:
+    """Slices of N cases: membership (S × N, sparse 0/1), per-case cluster codes, names and roles."""
+
+    membership: sparse.csr_matrix
+    clusters: np.ndarray
+    """What the gate counts as clusters (the policy's `cluster`)."""
+    names: list[str]
+    family: Family
+    defect_groups: np.ndarray
+    """What a "cluster" defect hits as one (the workload's prefix groups, whatever the policy counts)."""
+
+    @property
+    def n_cases(self) -> int:
+        return int(self.membership.shape[1])
+
+    @staticmethod
+    def from_codes(
+        groups: list[np.ndarray],
+        sizes: list[int],
+        clusters: np.ndarray,
+        names: list[str],
+        family: Family,
+        defect_groups: np.ndarray,
+    ) -> Structure:
+        """From slice groups (per case, a slice code within the group or −1), as report.slices makes them."""
+        rows, cols, offset = [], [], 0
+        for codes, size in zip(groups, sizes, strict=True):
+            inside = np.flatnonzero(codes >= 0)
+            rows.append(codes[inside] + offset)
+            cols.append(inside)
+            offset += size
+        r, c = np.concatenate(rows), np.concatenate(cols)
+        m = sparse.csr_matrix((np.ones(r.size, dtype=np.float32), (r, c)), shape=(offset, clusters.size))
+        return Structure(m, np.asarray(clusters, dtype=np.int64), names, family, defect_groups)
+
+    @staticmethod
+    def single(n: int, policy: Policy) -> Structure:
+        """One slice, `all`, of n independent cases."""
+        m = sparse.csr_matrix(np.ones((1, n), dtype=np.float32))
+        family = Family(np.array([policy.tau]), np.array([True]))
+        return Structure(m, np.arange(n), ["all"], family, np.arange(n))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """How simulated runs are drawn, besides the true CFR."""
+
+    defects: str = "independent"
+    """"independent" cases, or "cluster": a defect fails every case of the cluster it hits."""
+    control_pass_rate: float = 1.0
+    """Each case's chance that the control passes it (1: every case counts)."""
+    aa_rate: float = 0.0
+    """Each control pass's chance that the A/A replicate fails it (0: no replicate in the run)."""
+
+    def __post_init__(self) -> None:
+        if self.defects not in DEFECTS:
+            raise ValueError(f"defects must be one of {', '.join(DEFECTS)}")
+        if not (0 < self.control_pass_rate <= 1 and 0 <= self.aa_rate <= 1):
+            raise ValueError("control_pass_rate must be in (0, 1] and aa_rate in [0, 1]")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Shares of simulated runs in which the arm passes, fails and stays inconclusive at one true CFR."""
+
+    cfr: float
+    passes: float
+    fails: float
+    inconclusive: float
+
+
+@dataclass(frozen=True)
+class Operating:
+    """The policy on one structure: arm-level rates at CFR = τ, τ/2 and 2τ."""
+
+    runs: int
+    at_tau: Rates
+    at_half_tau: Rates
+    at_2tau: Rates
+    scenario: Scenario
+    seed: int
+
+    @property
+    def false_accept(self) -> float:
+        return self.at_tau.passes
+
+    @property
+    def false_fail(self) -> float:
+        return self.at_tau.fails
+
+    @property
+    def false_fail_half(self) -> float:
+        return self.at_half_tau.fails
+
+    @property
+    def power(self) -> float:
+        return self.at_2tau.fails
+
+    def standard_error(self, rate: float) -> float:
+        """Monte Carlo standard error of a simulated share."""
+        return float(np.sqrt(max(0.0, rate * (1 - rate)) / self.runs))
+
+
+class _Counter:
+    """Slice counts of simulated runs: control passes, clusters among them, failures."""
+
+    def __init__(self, structure: Structure) -> None:
+        self.s = structure
+        m = structure.membership.tocoo()
+        width = int(structure.clusters.max()) + 1 if structure.clusters.size else 1
+        pair = m.row.astype(np.int64) * width + structure.clusters[m.col]
+        keys, inverse = np.unique(pair, return_inverse=True)
+        self.pairs = sparse.csr_matrix(
+            (np.ones(m.col.size, dtype=np.float32), (inverse, m.col)), shape=(keys.size, structure.n_cases)
+        )
+        """(slice, cluster) pairs × cases."""
+        self.pair_slice = sparse.csr_matrix(
+            (np.ones(keys.size, dtype=np.float32), (keys // width, np.arange(keys.size))),
+            shape=(structure.membership.shape[0], keys.size),
+        )
+
+    def slices(self, per_case: np.ndarray) -> np.ndarray:
+        """(runs × N) 0/1 → (runs × S) counts."""
+        return np.rint(self.s.membership @ per_case.T.astype(np.float32)).T.astype(np.int64)
+
+    def clusters(self, control: np.ndarray) -> np.ndarray:
+        """(runs × N) control passes → (runs × S) clusters with at least one of them."""
+        present = (self.pairs @ control.T.astype(np.float32)) > 0
+        return np.rint(self.pair_slice @ present.astype(np.float32)).T.astype(np.int64)
+
+
+def _draw(
+    counter: _Counter, cfr: float, runs: int, rng: np.random.Generator, policy: Policy, scenario: Scenario
+) -> np.ndarray:
+    """Arm decision codes of `runs` simulated runs at true CFR `cfr`."""
+    s = counter.s
+    n_cases = s.n_cases
+    control_rate, aa_rate = scenario.control_pass_rate, scenario.aa_rate
+    p = min(max(cfr, 0.0), 1.0)
+    codes = []
+    for start in range(0, runs, CHUNK):
+        r = min(CHUNK, runs - start)
+        control = rng.random((r, n_cases)) < control_rate if control_rate < 1 else np.ones((r, n_cases), bool)
+        if scenario.defects == "cluster":
+            hit = rng.random((r, int(s.defect_groups.max()) + 1)) < p
+            fails = hit[:, s.defect_groups] & control
+        else:
+            fails = (rng.random((r, n_cases)) < p) & control
+        n = counter.slices(control)
+        k = counter.slices(fails)
+        g = counter.clusters(control)
+        aa_fail = aa_pass = None
+        if aa_rate > 0:
+            aa_fail = counter.slices((rng.random((r, n_cases)) < aa_rate) & control)
+            aa_pass = n
+        v = decide_arm(SliceCounts(k, n, g, aa_fail, aa_pass), s.family, policy)
+        codes.append(v.arm)
+    return np.concatenate(codes)
+
+
+def _rates(cfr: float, codes: np.ndarray) -> Rates:
+    return Rates(
+        cfr=cfr,
+        passes=float(np.mean(codes == PASS)),
+        fails=float(np.mean(codes == FAIL)),
+        inconclusive=float(np.mean(codes == INCONCLUSIVE)),
+    )
+
+
+def operating(
+    structure: Structure,
+    policy: Policy,
+    runs: int = 10_000,
+    seed: int = 0,
+    scenario: Scenario | None = None,
+) -> Operating:
+    """Arm-level operating characteristics of `policy` on `structure` (seeded: same inputs, same figures)."""
+    if runs < 1:
+        raise ValueError("runs must be ≥ 1")
+    scenario = scenario or Scenario()
+    counter = _Counter(structure)
+    rng = np.random.default_rng(seed)
+    tau = policy.tau
+    points = [_rates(c, _draw(counter, c, runs, rng, policy, scenario)) for c in (tau, tau / 2, 2 * tau)]
+    return Operating(runs, points[0], points[1], points[2], scenario, seed)

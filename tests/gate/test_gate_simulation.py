@@ -1,0 +1,147 @@
+"""`kvgate simulate` on real workloads' slice structures: the arm-level error rates of the default policy
+stay within α, and an independent Monte Carlo (its own counts, scipy.stats tails and quantiles, and Holm
+by fixed-point iteration instead of sorting) reproduces them within Monte Carlo error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.stats import beta, binom
+
+from kvgate.cli import cli
+from kvgate.gate.policy import Policy, load_policy
+from kvgate.gate.simulate import Scenario, Structure, operating
+from kvgate.report.gate_structure import gate_structure
+from kvgate.report.run_data import read_workload_cases
+from kvgate.workload.freeze import freeze
+from kvgate.workload.tokenizer import WordTokenizer
+
+RUNS = 10_000
+SUITES = Path(__file__).parents[2] / "suites"
+
+
+def scaled_ruler(tmp: Path, factor: int) -> Path:
+    """`ruler` with every cell's case count multiplied (factor 10: the 1,500-case ruler)."""
+    text = (SUITES / "ruler.toml").read_text()
+    for per_cell in (2, 4):
+        text = text.replace(f"per_cell = {per_cell}\n", f"per_cell = {per_cell * factor}\n")
+    suite = tmp / f"ruler-x{factor}.toml"
+    suite.write_text(text.replace('name = "ruler"', f'name = "ruler-x{factor}"'))
+    out = tmp / f"ruler-x{factor}.parquet"
+    freeze([str(suite)], out, WordTokenizer(), seed=0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def workloads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("sim")
+    reuse = tmp / "reuse.parquet"
+    freeze(["reuse"], reuse, WordTokenizer(), seed=0)
+    return {"ruler": scaled_ruler(tmp, 1), "ruler-1500": scaled_ruler(tmp, 10), "reuse": reuse}
+
+
+def independent_rates(
+    structure: Structure, policy: Policy, cfr: float, runs: int, seed: int
+) -> dict[str, float]:
+    """Arm-level pass/fail shares at a true CFR, every case a control pass, no replicate, no clusters."""
+    member = structure.membership.toarray() > 0  # (S, N)
+    gated, tau = structure.family.gated, structure.family.tau
+    alpha = 1 - policy.confidence
+    n = member.sum(axis=1)
+    rng = np.random.default_rng(seed)
+    fails = rng.random((runs, member.shape[1])) < cfr
+    k = fails.astype(np.int64) @ member.T.astype(np.int64)  # (R, S)
+    p = np.where(k > 0, binom.sf(k - 1, n, tau), 1.0)
+    reachable = binom.sf(n - 1, n, tau) < alpha
+    n_g, n_s = (reachable & gated).sum(), (reachable & ~gated).sum()
+    share_s = policy.signal_alpha if n_s else 0.0
+    w = np.where(gated, (1 - share_s) / max(n_g, 1), (share_s if n_g else 1.0) / max(n_s, 1)) * reachable
+    rejected = np.zeros(k.shape, dtype=bool)
+    while True:  # weighted Holm as a fixed point: thresholds only grow as hypotheses are rejected
+        left = (w * (reachable & ~rejected)).sum(axis=1, keepdims=True)
+        new = reachable & ~rejected & (p <= alpha * w / np.where(left > 0, left, 1))
+        if not new.any():
+            break
+        rejected |= new
+    upper = np.where(k < n, beta.ppf(policy.confidence, k + 1, np.maximum(n - k, 1)), 1.0)
+    passes = (upper <= tau) & (n >= policy.min_control_passes)
+    arm_fail = rejected.any(axis=1)
+    arm_pass = ~arm_fail & np.where(gated, passes, True).all(axis=1)
+    return {"fails": float(arm_fail.mean()), "passes": float(arm_pass.mean())}
+
+
+@pytest.mark.parametrize("name", ["ruler", "ruler-1500"])
+def test_default_policy_error_rates_reproduced_independently(workloads: dict[str, Path], name: str) -> None:
+    policy = load_policy(None)
+    structure = gate_structure(read_workload_cases(str(workloads[name])), policy)
+    op = operating(structure, policy, runs=RUNS, seed=0)
+    alpha = policy.alpha
+    se = op.standard_error
+    assert op.false_fail <= alpha + 3 * se(alpha), op.at_tau
+    assert op.false_accept <= alpha + 3 * se(alpha), op.at_tau
+    points = ((policy.tau, op.at_tau), (2 * policy.tau, op.at_2tau), (policy.tau / 2, op.at_half_tau))
+    for cfr, rates in points:
+        ref = independent_rates(structure, policy, cfr, RUNS, seed=1)
+        for key in ("fails", "passes"):
+            mine = getattr(rates, key)
+            tol = 4 * np.sqrt(se(mine) ** 2 + se(ref[key]) ** 2) + 1e-3
+            assert abs(mine - ref[key]) <= tol, (name, cfr, key, mine, ref[key])
+
+
+def test_clustered_defects_are_covered_only_with_clusters(workloads: dict[str, Path]) -> None:
+    cases = read_workload_cases(str(workloads["reuse"]))
+    whole_groups = Scenario(defects="cluster")
+    naive = Policy(cluster="none")
+    naive_op = operating(gate_structure(cases, naive), naive, runs=RUNS, seed=2, scenario=whole_groups)
+    assert naive_op.false_accept > 0.3  # 16 groups of 4 counted as 64 independent cases: under-covers
+    policy = Policy()
+    op = operating(gate_structure(cases, policy), policy, runs=RUNS, seed=2, scenario=whole_groups)
+    assert op.false_accept <= policy.alpha and op.false_fail <= policy.alpha
+
+
+def test_aa_noise_keeps_false_fails_within_alpha() -> None:
+    policy = Policy()
+    op = operating(Structure.single(300, policy), policy, runs=RUNS, seed=3, scenario=Scenario(aa_rate=0.03))
+    assert op.false_fail <= policy.alpha + 3 * op.standard_error(policy.alpha)
+
+
+def test_seeded_and_reproducible() -> None:
+    structure = Structure.single(100, Policy())
+    a, b = (operating(structure, Policy(), 4_000, seed=3) for _ in range(2))
+    assert a == b
+    assert operating(structure, Policy(), 4_000, seed=4).at_tau != a.at_tau
+
+
+def test_cli_simulate_workload_json_and_table(workloads: dict[str, Path], tmp_path: Path) -> None:
+    policy = tmp_path / "p.toml"
+    policy.write_text('tau = 0.1\ncritical = ["task=needle"]\n')
+    args = ["simulate", "--policy", str(policy), "-w", str(workloads["ruler"]), "--runs", "2000"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    point = data["points"][0]
+    assert data["policy"]["tau"] == 0.1 and point["cases"] == 150 and point["gated"] == 2
+    assert point["false_fail"]["rate"] == point["at_tau"]["fails"] <= 0.1
+    assert point["power"]["rate"] == point["at_2tau"]["fails"] and point["power"]["mc_se"] > 0
+    table = CliRunner().invoke(cli, ["simulate", "--n", "100", "--runs", "1000"])
+    assert table.exit_code == 0
+    assert "false fail @τ" in table.output and "n=100" in table.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--n", "0"], "--n must be in"),
+        (["--runs", "0"], "--runs must be"),
+        (["--aa-rate", "2"], "--aa-rate"),
+        (["--n", "2000000000"], "--n must be in"),
+    ],
+)
+def test_cli_simulate_bad_input(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["simulate", *args])
+    assert result.exit_code == 2
+    assert message in result.output
