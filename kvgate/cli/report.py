@@ -47,6 +47,7 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None) -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to a file.")
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate on another policy.")
 @click.option("--policy-changed-reason", default=None, help="Why the policy differs from the declared one.")
+@click.option("--policy-unsafe-reason", default=None, help="Why a --policy below the safety floor is used.")
 @click.option(
     "--compare",
     type=click.Path(path_type=Path),
@@ -61,6 +62,7 @@ def report(
     output: Path | None,
     policy: Path | None,
     policy_changed_reason: str | None,
+    policy_unsafe_reason: str | None,
     compare: Path | None,
 ) -> None:
     """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ.
@@ -76,13 +78,15 @@ def report(
             policy_text = policy.read_text(encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot read policy {policy}: {exc.strerror or exc}") from None
-    data = build_report(run_dir, policy_text, policy_changed_reason)
+    data = build_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)
     if data["policy"]["changed_reason"] and fmt != "table":
         click.echo(f"kvgate: policy changed after the run: {data['policy']['changed_reason']}", err=True)
     if compare is not None:
         from kvgate.report.compare import compare_reports
 
-        baseline = build_report(compare, policy_text, policy_changed_reason if policy_text else None)
+        baseline = build_report(
+            compare, policy_text, policy_changed_reason if policy_text else None, policy_unsafe_reason
+        )
         data["compare"] = compare_reports(data, baseline)
     emit(data, fmt, output)
     ctx.exit(data["exit_code"])

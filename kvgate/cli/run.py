@@ -51,6 +51,10 @@ def stdout_to_stderr() -> Iterator[None]:
 @click.option("--engine", default=None, help="hf | vllm | fake  [default: hf]")
 @click.option("--model", default=None, help="Model name or local folder.  [default: smollm2-135m]")
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML.")
+@click.option(
+    "--policy-unsafe-reason", default=None,
+    help="Why a policy below the safety floor (confidence < 0.8, rule = point) is used; stored and reported.",
+)  # fmt: skip
 @click.option("-o", "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option(
     "--resume",
@@ -72,6 +76,7 @@ def run(
     engine: str | None,
     model: str | None,
     policy: Path | None,
+    policy_unsafe_reason: str | None,
     runs_dir: Path,
     resume: Path | None,
     limit: int | None,
@@ -88,6 +93,7 @@ def run(
         engine=engine,
         model=model,
         policy=policy,
+        policy_unsafe_reason=policy_unsafe_reason,
         runs_dir=runs_dir,
         resume=resume,
         limit=limit,

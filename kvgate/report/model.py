@@ -19,6 +19,7 @@ import numpy as np
 from kvgate import __version__
 from kvgate.errors import BadInput
 from kvgate.gate.decision import EXIT_CODES, combine
+from kvgate.gate.feasibility import check_safe
 from kvgate.gate.policy import Policy, parse_policy
 from kvgate.report.arm import RunContext, arm_report
 from kvgate.report.context import context_group
@@ -51,19 +52,7 @@ def resolve_policy(
             "pass --policy-changed-reason TEXT to gate on it anyway"
         )
     policy = parse_policy(policy_text, "--policy")
-    return policy, reason.strip(), require_unsafe_reason(policy, unsafe_reason, "--policy")
-
-
-def require_unsafe_reason(policy: Policy, reason: str | None, where: str) -> str | None:
-    """The reason for gating on an unsafe policy (below the floor of gate.policy); BadInput without one."""
-    if not policy.unsafe:
-        return None
-    if not reason or not reason.strip():
-        raise BadInput(
-            f"{where}: unsafe policy ({'; '.join(policy.unsafe)}); "
-            "pass --policy-unsafe-reason TEXT to use it anyway (it is stored and printed on every report)"
-        )
-    return reason.strip()
+    return policy, reason.strip(), check_safe(policy, unsafe_reason)
 
 
 def policy_block(

@@ -14,7 +14,8 @@ from typing import Any
 
 from kvgate.engines.registry import create_engine, engine_info
 from kvgate.errors import BadInput
-from kvgate.gate.policy import Policy, load_policy, parse_policy
+from kvgate.gate.feasibility import check_safe, check_winnable
+from kvgate.gate.policy import NO_CLUSTER, Policy, load_policy, parse_policy
 from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
 from kvgate.runner.lock import run_lock
 from kvgate.runner.manifest import build_manifest, read_manifest
@@ -30,6 +31,7 @@ from kvgate.runner.run import (
 )
 from kvgate.runner.store import remove_superseded_parts, remove_temp_files
 from kvgate.treatments.matrix import Matrix, parse_matrix_text, resolve_matrix
+from kvgate.workload.case import Case
 from kvgate.workload.schema import read_workload
 
 DEFAULT_SUITE = "smoke"
@@ -50,6 +52,7 @@ class RunOptions:
     resume: Path | None = None
     limit: int | None = None
     engine_options: dict[str, Any] | None = None
+    policy_unsafe_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,19 @@ def _stored_matrix(stored: dict[str, Any], where: str) -> Matrix:
         raise BadInput(f"cannot resume: the matrix in {where} no longer resolves: {exc}") from None
 
 
+def case_labels(case: Case) -> dict[str, str]:
+    """The slice labels a policy's slice names match against: the case's slices and its task."""
+    return {**case.slices, "task": case.task}
+
+
+def cluster_key(case: Case, policy: Policy) -> str:
+    """What the gate counts the case's cluster as (report.slices.cluster_ids, from a Case)."""
+    if policy.cluster == NO_CLUSTER:
+        return case.case_id
+    value = case.prefix_group if policy.cluster == "prefix_group" else case.slices.get(policy.cluster)
+    return f"cluster:{value}" if value else case.case_id
+
+
 def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
     """Run (or resume) the matrix; returns the run directory."""
     stored = read_manifest(opts.resume) if opts.resume is not None else None
@@ -135,11 +151,16 @@ def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
     workload_path = inputs.workload or default_workload(inputs.model, inputs.engine, opts.runs_dir)
     workload = read_workload(workload_path)
     cases = select_cases(workload, inputs.limit)
+    unsafe_reason = check_safe(
+        inputs.policy, opts.policy_unsafe_reason or (stored or {}).get("policy_unsafe_reason")
+    )
+    keyed = ((case_labels(c), c.critical, cluster_key(c, inputs.policy)) for c in cases)
+    check_winnable(inputs.policy, keyed)
     identity = {"name": inputs.model.name} if inputs.engine == "fake" else model_identity(inputs.model)
 
     def manifest_for(engine_fingerprint: dict[str, Any]) -> dict[str, Any]:
         ids = [c.case_id for c in cases]
-        return build_manifest(
+        manifest = build_manifest(
             workload,
             ids,
             identity,
@@ -149,6 +170,8 @@ def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
             inputs.limit,
             inputs.engine_options,
         )
+        manifest["policy_unsafe_reason"] = unsafe_reason
+        return manifest
 
     if stored is not None and opts.resume is not None:  # refuse before loading an engine for nothing
         refuse_if_changed(opts.resume, stored, manifest_for({**stored["engine"], "engine": inputs.engine}))

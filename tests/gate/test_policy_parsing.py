@@ -32,6 +32,11 @@ def test_full_policy_parses() -> None:
         ("confidence = 0.3\n", "confidence must be in [0.5, 1)"),
         ("[slice_tau]\n'task=x' = 2\n", "slice_tau 'task=x' must be in [0, 1]"),
         ("slice_tau = 3\n", "slice_tau must be a table"),
+        ("signal_alpha = 1.0\n", "signal_alpha must be in [0, 1)"),
+        ("signal_alpha = -0.1\n", "signal_alpha must be in [0, 1)"),
+        ('aa_margin = "0.1"\n', "aa_margin must be in [0, 1)"),
+        ("allow_unwinnable = 1\n", "allow_unwinnable must be true or false"),
+        ('cluster = "prefix group"\n', "cluster must be 'prefix_group', 'none' or a column"),
     ],
 )
 def test_bad_policies_are_one_line_errors(text: str, message: str) -> None:
@@ -45,3 +50,10 @@ def test_bad_policies_are_one_line_errors(text: str, message: str) -> None:
 def test_slice_terms() -> None:
     assert slice_terms("all") == []
     assert slice_terms("task=a/ctx_bucket=4k") == [("task", "a"), ("ctx_bucket", "4k")]
+
+
+def test_the_safety_floor() -> None:
+    assert parse_policy("", "p.toml").unsafe == []
+    assert parse_policy("confidence = 0.8\n", "p.toml").unsafe == []
+    assert parse_policy("confidence = 0.79\n", "p.toml").unsafe == ["confidence 0.79 < 0.8"]
+    assert "no error control" in parse_policy('rule = "point"\n', "p.toml").unsafe[0]
