@@ -21,6 +21,7 @@ SCRIPTS = (
     ("startup.py",),
     ("growth.py",),
     ("freeze_4k.py",),
+    ("gate_operating.py",),
     ("harness_overhead.py", "--engine", "hf"),
     ("harness_overhead.py", "--engine", "vllm"),
 )

@@ -126,9 +126,22 @@ def arm_title(arm: dict[str, Any]) -> str:
     return f"{arm['arm']} ({arm['kind']}){lossless}"
 
 
+def family_line(arm: dict[str, Any]) -> str:
+    """Which slices gate the arm and which are signals, and what stands out among the signals."""
+    gates = [s["slice"] for s in arm["slices"] if s["role"] == "gate"]
+    signals = [s for s in arm["slices"] if s["role"] == "signal"]
+    flagged = [s["slice"] for s in signals if s["flagged"]]
+    line = f"gated: {', '.join(gates)} · {len(signals)} signal slices"
+    if flagged:
+        more = f" and {len(flagged) - 3} more" if len(flagged) > 3 else ""
+        line += f", standing out (BH q ≤ α): {', '.join(flagged[:3])}{more}"
+    return line
+
+
 def arm_details(arm: dict[str, Any]) -> list[str]:
-    """Short lines under an arm's table: errors, re-runs, confidence, divergence, attribution."""
-    lines = []
+    """Short lines under an arm's table: the gated family, errors, re-runs, confidence, divergence,
+    attribution."""
+    lines = [family_line(arm)]
     if arm["engine_errors"] or arm["missing_pairs"]:
         lines.append(
             f"{arm['engine_errors']} engine errors and {arm['missing_pairs']} missing pairs "
