@@ -1,4 +1,4 @@
-"""Per-slice statistics and decisions of one candidate arm (docs/report-json.md, docs/gate.md).
+"""Per-slice statistics and decisions of one candidate arm (docs/gate.md).
 
 For every slice: the paired counts, CFR with its one-sided exact bounds (on effective counts where cases
 are clustered), the exceedance p-value and its weighted-Holm adjustment, the BH q-value of a signal,
