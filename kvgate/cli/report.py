@@ -11,8 +11,9 @@ import click
 FORMATS = ("table", "md", "html", "json", "junit")
 
 
-def emit(report: dict[str, Any], fmt: str, output: Path | None) -> None:
-    """Render `report` as `fmt` to `output` (stdout when None)."""
+def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
+    """Render `report` as `fmt` to `output` (stdout when None); a table fits the terminal's width (120
+    columns when not a terminal)."""
     from kvgate.errors import BadInput
 
     if fmt == "table":
@@ -31,7 +32,7 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None) -> None:
         return
     from kvgate.report.renderers import render
 
-    text = render(report, fmt)
+    text = render(report, fmt, junit_inconclusive=junit_inconclusive)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -54,6 +55,13 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None) -> None:
     default=None,
     help="Baseline run: CFR deltas, decision changes.",
 )
+@click.option(
+    "--junit-inconclusive",
+    type=click.Choice(["failure", "skip"]),
+    default="failure",
+    show_default=True,
+    help="JUnit: an inconclusive arm or gated slice is a failure, or skipped.",
+)
 @click.pass_context
 def report(
     ctx: click.Context,
@@ -64,6 +72,7 @@ def report(
     policy_changed_reason: str | None,
     policy_unsafe_reason: str | None,
     compare: Path | None,
+    junit_inconclusive: str,
 ) -> None:
     """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ.
 
@@ -88,5 +97,5 @@ def report(
             compare, policy_text, policy_changed_reason if policy_text else None, policy_unsafe_reason
         )
         data["compare"] = compare_reports(data, baseline)
-    emit(data, fmt, output)
+    emit(data, fmt, output, junit_inconclusive)
     ctx.exit(data["exit_code"])

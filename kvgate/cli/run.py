@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,9 @@ def stdout_to_stderr() -> Iterator[None]:
     "-w", "--workload", type=click.Path(path_type=Path), default=None, help="Frozen workload Parquet."
 )
 @click.option("-m", "--matrix", default=None, help="Matrix name or TOML file.  [default: default]")
+@click.option(
+    "--arms", default=None, help="Run and gate only these candidates of the matrix (comma-separated)."
+)
 @click.option("--engine", default=None, help="hf | vllm | fake  [default: hf]")
 @click.option("--model", default=None, help="Model name or local folder.  [default: smollm2-135m]")
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML.")
@@ -73,6 +77,7 @@ def run(
     ctx: click.Context,
     workload: Path | None,
     matrix: str | None,
+    arms: str | None,
     engine: str | None,
     model: str | None,
     policy: Path | None,
@@ -85,6 +90,41 @@ def run(
     quiet: bool,
 ) -> None:
     """Run every case under the control and each candidate arm, then gate."""
+    with tempfile.TemporaryDirectory(prefix="kvgate-arms-") as folder:
+        if arms is not None:
+            matrix = _arms_matrix(matrix, arms, resume, Path(folder))
+        _run(ctx, workload, matrix, engine, model, policy, policy_unsafe_reason, runs_dir, resume, limit,
+             engine_options, as_json, quiet)  # fmt: skip
+
+
+def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Path) -> str:
+    """The matrix file of `--arms`: the matrix (or the default one) with only those candidates."""
+    from kvgate.cli.arm_subset import parse_arms, subset_matrix
+    from kvgate.errors import BadInput
+    from kvgate.runner.job import DEFAULT_MATRIX
+
+    if resume is not None:
+        raise BadInput(
+            "--arms cannot be combined with --resume: a resumed run keeps the arms it started with"
+        )
+    return subset_matrix(matrix or DEFAULT_MATRIX, parse_arms(arms), folder)
+
+
+def _run(
+    ctx: click.Context,
+    workload: Path | None,
+    matrix: str | None,
+    engine: str | None,
+    model: str | None,
+    policy: Path | None,
+    policy_unsafe_reason: str | None,
+    runs_dir: Path,
+    resume: Path | None,
+    limit: int | None,
+    engine_options: tuple[str, ...],
+    as_json: bool,
+    quiet: bool,
+) -> None:
     from kvgate.runner.job import RunOptions, run_job
 
     opts = RunOptions(
@@ -99,6 +139,7 @@ def run(
         limit=limit,
         engine_options=parse_engine_options(engine_options) if engine_options else None,
     )
+
     try:
         if quiet or as_json:
             with stdout_to_stderr():

@@ -3,18 +3,20 @@ outputs diverge, CFR against context length and, for composites, attribution to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 import kvgate.gate.decision as gd
+from kvgate.gate.decision import EXIT_CODES
 from kvgate.gate.policy import Policy
 from kvgate.gate.procedure import arm_codes
 from kvgate.report.attribution import attribution
 from kvgate.report.context import by_context
 from kvgate.report.divergence import divergence_summary
-from kvgate.report.run_data import ArmRows, RunRows
+from kvgate.report.evidence import Evidence, gains
+from kvgate.report.run_data import ArmRows, CaseTable, RunRows
 from kvgate.report.slice_stats import CaseSignals, slice_rows
 from kvgate.report.slices import SliceGroup
 from kvgate.stats.paired import CACHE_INDUCED, pair_outcomes
@@ -47,6 +49,19 @@ class RunContext:
     broken: set[str]
     clusters: np.ndarray
     """Per case, its cluster code (report.slices.cluster_ids)."""
+    cases: CaseTable | None = None
+    """The run's cases: failing examples and gains are reported only when given."""
+    _evidence: dict[str, Evidence] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def evidence(self) -> Evidence | None:
+        """The rows' extra columns (report.evidence), read once per run on first use."""
+        if self.cases is None:
+            return None
+        if "run" not in self._evidence:
+            path = self.manifest.get("workload_path")
+            self._evidence["run"] = Evidence(self.rows.run_dir, self.cases, path)
+        return self._evidence["run"]
 
 
 def _signals(ctx: RunContext, name: str, outcomes: np.ndarray) -> CaseSignals:
@@ -111,11 +126,14 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
     scored = usable & np.isfinite(cand.mean_logprob)
     failed = ~cand.passed
     cio = outcomes == CACHE_INDUCED
+    evidence = ctx.evidence
+    control_name = ctx.manifest["matrix"]["control"]
     return {
         "arm": name,
         "kind": spec["kind"],
         "spec": spec,
         "decision": decision,
+        "exit_code": EXIT_CODES[decision],
         "reason": reason,
         "n_cases": int(control.present.size),
         "engine_errors": errors,
@@ -141,4 +159,6 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
             ctx.policy.confidence,
         ),
         "slices": slices,
+        "failures": [] if evidence is None else evidence.failures(control_name, name, cio),
+        "gains": None if evidence is None else gains(evidence.arm(control_name), evidence.arm(name), usable),
     }

@@ -1,7 +1,8 @@
-"""JUnit XML: one test suite per arm, one test case per arm × slice, plus the arm's own decision.
+"""JUnit XML: one test suite per arm, its verdict first as a test case of its own, then one per slice.
 
-fail → <failure>, inconclusive → <skipped>, error → <error>, pass → an empty test case. CI systems
-(GitLab, Jenkins, GitHub test reporters) show the slices that block the rollout.
+fail → <failure>, error → <error>, pass → an empty test case. An inconclusive arm or gated slice is a
+<failure> by default (it does not clear the gate), or <skipped> with `inconclusive="skip"`. A signal
+slice fails a test only when it fails the arm; otherwise it passes, its figures in <system-out>.
 """
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from kvgate.report import text
 from kvgate.report.text import pct
 
 ARM_CASE = "(arm decision)"
-ELEMENT = {"fail": "failure", "inconclusive": "skipped", "error": "error"}
+INCONCLUSIVE = ("failure", "skip")
+"""What an inconclusive arm or gated slice becomes: a <failure> (default) or a <skipped> test."""
+EXAMPLES = 5
 
 
 def _message(s: dict[str, Any]) -> str:
@@ -27,36 +31,59 @@ def _message(s: dict[str, Any]) -> str:
     )
 
 
-def _case(suite: ET.Element, classname: str, name: str, decision: str, message: str) -> None:
+def _element(decision: str, gated: bool, inconclusive: str) -> str | None:
+    """The JUnit element a decision becomes (None: the test passes)."""
+    if decision == "fail":
+        return "failure"
+    if decision == "error":
+        return "error" if gated else None
+    if decision == "inconclusive" and gated:
+        return "skipped" if inconclusive == "skip" else "failure"
+    return None
+
+
+def _case(suite: ET.Element, classname: str, name: str, element: str | None, message: str, kind: str) -> str:
     case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name, "time": "0"})
-    if decision in ELEMENT:
-        ET.SubElement(case, ELEMENT[decision], {"message": message, "type": decision}).text = message
+    if element is not None:
+        ET.SubElement(case, element, {"message": message, "type": kind}).text = message
+    else:
+        ET.SubElement(case, "system-out").text = message
+    return element or "pass"
 
 
-def render_junit(report: dict[str, Any]) -> str:
+def _arm_message(arm: dict[str, Any]) -> str:
+    lines = [text.verdict_line(arm)]
+    lines += ["needs: " + line for line in text.holding_back(arm)]
+    lines += text.gains_lines(arm)
+    if arm.get("failures"):
+        shown = arm["failures"][:EXAMPLES]
+        lines.append(text.examples_heading(arm, len(shown)) + ":")
+        lines += ["  " + text.example_line(f) for f in shown]
+    return "\n".join(lines)
+
+
+def render_junit(report: dict[str, Any], inconclusive: str = "failure") -> str:
     root = ET.Element("testsuites", {"name": f"kvgate {report['run']['run_id']}"})
     totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+    counted = {"failure": "failures", "error": "errors", "skipped": "skipped"}
     for arm in report["arms"]:
         suite = ET.SubElement(root, "testsuite", {"name": arm["arm"]})
         props = ET.SubElement(suite, "properties")
         for key, value in (
             ("run_id", report["run"]["run_id"]),
             ("kind", arm["kind"]),
+            ("decision", arm["decision"]),
+            ("exit_code", arm["exit_code"]),
             ("policy_sha256", report["policy"]["sha256"]),
         ):
             ET.SubElement(props, "property", {"name": key, "value": str(value)})
         classname = f"kvgate.{arm['arm']}"
-        decisions = [arm["decision"]]
-        _case(suite, classname, ARM_CASE, arm["decision"], f"{arm['decision']}: {arm['reason']}")
+        element = _element(arm["decision"], True, inconclusive)
+        outcomes = [_case(suite, classname, ARM_CASE, element, _arm_message(arm), arm["decision"])]
         for s in arm["slices"]:
-            _case(suite, classname, s["slice"], s["decision"], _message(s))
-            decisions.append(s["decision"])
-        counts = {
-            "tests": len(decisions),
-            "failures": decisions.count("fail"),
-            "errors": decisions.count("error"),
-            "skipped": decisions.count("inconclusive"),
-        }
+            element = _element(s["decision"], s["gated"], inconclusive)
+            outcomes.append(_case(suite, classname, s["slice"], element, _message(s), s["decision"]))
+        counts = {"tests": len(outcomes)} | {key: outcomes.count(element) for element, key in counted.items()}
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

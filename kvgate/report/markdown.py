@@ -1,4 +1,8 @@
-"""The Markdown report: for CI step summaries ($GITHUB_STEP_SUMMARY) and release reviews."""
+"""The Markdown report: for CI step summaries ($GITHUB_STEP_SUMMARY) and release reviews.
+
+It opens with one verdict line per arm; each arm's slice table is folded in `<details>`, so a 10-arm
+report of 60 slices each stays under GitHub's 65,536-character comment limit.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,25 @@ from typing import Any
 
 from kvgate.report import text
 
+EXAMPLES = 3
+"""Failing examples shown per arm (the JSON has all)."""
+EXAMPLE_WIDTH = 60
+LIMIT = 65_536
+"""GitHub's limit on a comment (and on a step summary's part), in characters."""
+BUDGET = LIMIT - 2_000
+COMPACT = (0, 1, 2, 3, 4, 9, 10)
+"""SLICE_COLUMNS kept when the full tables would pass the budget: slice, counts, CFR, bound, τ, adj p,
+decision."""
+
 
 def cell(value: str) -> str:
     """A table cell: pipes escaped, no line breaks."""
     return value.replace("|", "\\|").replace("\n", " ")
+
+
+def code(value: str) -> str:
+    """Inline code that survives backticks in the value."""
+    return "`` " + value.replace("\n", " ") + " ``" if "`" in value else f"`{value}`"
 
 
 def table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -19,45 +38,90 @@ def table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[st
     return lines
 
 
-def arm_section(arm: dict[str, Any]) -> list[str]:
-    mark = text.DECISION_MARK[arm["decision"]]
-    lines = [f"### {mark} {cell(text.arm_title(arm))}: {arm['decision'].upper()}", "", f"{arm['reason']}", ""]
-    headers = list(text.SLICE_COLUMNS)
+def verdicts(report: dict[str, Any]) -> list[str]:
     rows = []
-    for s in arm["slices"]:
+    for a in report["arms"]:
+        name, decision, rest = text.verdict_parts(a)
+        rows.append([code(name), f"{text.DECISION_MARK[a['decision']]} {decision}", rest])
+    return table(["arm", "verdict", "CFR on `all` · reason"], rows, right=set())
+
+
+def examples(arm: dict[str, Any]) -> list[str]:
+    if not arm.get("failures"):
+        return []
+    shown = arm["failures"][:EXAMPLES]
+    headers = ["case", "expected", "control", "candidate", "validator", "diverges at"]
+    rows = [[v for _, v in text.example_fields(f, EXAMPLE_WIDTH)] for f in shown]
+    return [f"**{text.examples_heading(arm, len(shown))}**", "", *table(headers, rows, right={5}), ""]
+
+
+def notable(s: dict[str, Any]) -> bool:
+    """A slice shown even in the shortest form: a gate, a failing slice or a signal that stands out."""
+    return s["gated"] or s["decision"] == "fail" or bool(s.get("flagged"))
+
+
+def slice_table(arm: dict[str, Any], level: int = 0) -> list[str]:
+    """The arm's slices folded in <details>: every column (level 0), the main columns (1), or only the
+    notable slices with the main columns (2); none at level 3."""
+    if level >= 3:
+        return [f"{len(arm['slices'])} slices: in --format json or html (too many for one comment)", ""]
+    columns = list(range(len(text.SLICE_COLUMNS))) if level == 0 else list(COMPACT)
+    slices = [s for s in arm["slices"] if level < 2 or notable(s)]
+    rows = []
+    for s in slices:
         cells = text.slice_cells(s)
         cells[-1] = f"{text.DECISION_MARK[s['decision']]} {s['decision']}"
         cells[0] = f"`{s['slice']}` {text.slice_marks(s)}".rstrip()
-        rows.append(cells)
-    lines += table(headers, rows, right=set(range(1, len(headers) - 1)))
+        rows.append([cells[i] for i in columns])
+    left = len(arm["slices"]) - len(slices)
+    summary = f"{len(rows)} slices" + (
+        f" (gates, failing and standing out; {left} more in --format json)" if left else ""
+    )
+    return [
+        f"<details><summary>{summary}</summary>",
+        "",
+        *table([text.SLICE_COLUMNS[i] for i in columns], rows, right=set(range(1, len(columns) - 1))),
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def arm_section(arm: dict[str, Any], level: int = 0) -> list[str]:
+    mark = text.DECISION_MARK[arm["decision"]]
+    lines = [f"### {mark} {cell(text.arm_title(arm))}: {arm['decision'].upper()}", "", f"{arm['reason']}", ""]
+    lines += [f"- needs: {line}" for line in text.holding_back(arm)]
+    lines += [f"- {line}" for line in text.gains_lines(arm)]
     lines.append("")
+    lines += examples(arm)
+    lines += slice_table(arm, level)
     lines += [f"- {line}" for line in text.arm_details(arm)]
     lines.append("")
     return lines
 
 
 def render_markdown(report: dict[str, Any]) -> str:
+    """The report, its slice tables shortened only as far as needed to stay within BUDGET characters."""
+    for level in (0, 1, 2):
+        out = _render(report, level)
+        if len(out) <= BUDGET:
+            return out
+    return _render(report, 3)
+
+
+def _render(report: dict[str, Any], level: int) -> str:
     mark = text.DECISION_MARK[report["decision"]]
-    lines = [
-        f"## {mark} kvgate: {report['decision'].upper()} (exit {report['exit_code']})",
-        "",
-        f"- {text.run_line(report)}",
-        f"- {text.policy_line(report)}",
-    ]
+    lines = [f"## {mark} kvgate: {report['decision'].upper()} (exit {report['exit_code']})", ""]
+    lines += verdicts(report)
+    lines += ["", f"- {text.run_line(report)}", f"- {text.policy_line(report)}"]
     if report["policy"]["changed_reason"]:
         lines.append(f"- **policy changed after the run:** {report['policy']['changed_reason']}")
     lines += [f"- {text.control_line(report)}", f"- {text.noise_line(report)}"]
     lines += [f"- 🛑 isolation error, {c['arm']}: {c['detail']}" for c in report["isolation"] if not c["ok"]]
     lines += [f"- note: {note}" for note in report["notes"]]
     lines.append("")
-    summary = [
-        [f"`{a['arm']}`", a["kind"], f"{text.DECISION_MARK[a['decision']]} {a['decision']}", a["reason"]]
-        for a in report["arms"]
-    ]
-    lines += table(["arm", "kind", "decision", "why"], summary, right=set())
-    lines.append("")
     for arm in report["arms"]:
-        lines += arm_section(arm)
+        lines += arm_section(arm, level)
     lines += [f"<sub>{text.LEGEND}</sub>", ""]
     if "compare" in report:
         from kvgate.report.compare_text import compare_markdown

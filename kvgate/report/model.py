@@ -116,6 +116,7 @@ def build_report(
         policy=policy,
         broken={i["arm"] for i in isolation if not i["ok"]},
         clusters=clusters,
+        cases=cases,
     )
     arms = [arm_report(name, ctx) for name in manifest["matrix"]["candidates"]]
     overall = combine(a["decision"] for a in arms)

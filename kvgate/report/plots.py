@@ -43,6 +43,12 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :].strip()
 
 
+def x_limit(slices: list[dict[str, Any]]) -> float:
+    """The right edge of a CFR axis: past the largest bound and τ, with room for a dot at 100%."""
+    top = max([0.05] + [s["cfr_upper"] or 0.0 for s in slices] + [s["tau"] for s in slices])
+    return min(1.06, top * 1.1)
+
+
 def cfr_by_slice(arm: dict[str, Any]) -> str:
     """Per slice: CFR (dot) to its one-sided upper bound (bar), τ (tick), coloured by decision."""
     import matplotlib
@@ -51,7 +57,6 @@ def cfr_by_slice(arm: dict[str, Any]) -> str:
     with matplotlib.rc_context(RC):
         fig = _figure(7.5, 0.8 + 0.28 * len(slices))
         ax = fig.add_subplot()
-        top = max([0.05] + [s["cfr_upper"] or 0.0 for s in slices] + [s["tau"] for s in slices])
         for y, s in enumerate(slices):
             colour = COLOURS.get(s["decision"], "#555555")
             ax.plot([s["tau"]] * 2, [y - 0.35, y + 0.35], color="#222222", linewidth=1.5)
@@ -66,10 +71,10 @@ def cfr_by_slice(arm: dict[str, Any]) -> str:
                 alpha=0.45,
                 solid_capstyle="butt",
             )
-            ax.plot([s["cfr"]], [y], "o", color=colour, markersize=5)
+            ax.plot([s["cfr"]], [y], "o", color=colour, markersize=5, clip_on=False)
         ax.set_yticks(range(len(slices)), [s["slice"] for s in slices])
         ax.invert_yaxis()
-        ax.set_xlim(0, min(1.0, top * 1.1))
+        ax.set_xlim(0, x_limit(slices))
         ax.xaxis.set_major_formatter(_percent())
         ax.set_xlabel("CFR (dot) and its one-sided upper bound (bar); black tick: τ")
         ax.grid(axis="x", alpha=0.3)
@@ -77,7 +82,8 @@ def cfr_by_slice(arm: dict[str, Any]) -> str:
 
 
 def cfr_by_context(report: dict[str, Any]) -> str | None:
-    """CFR against median prompt length per context bucket, one line per arm, bands to the upper bound."""
+    """CFR against median prompt length per context bucket: one panel per arm (shared axes), each a line
+    with a band to the upper bound, so arms never overlap."""
     import matplotlib
 
     arms = [
@@ -85,28 +91,38 @@ def cfr_by_context(report: dict[str, Any]) -> str | None:
     ]
     if not arms:
         return None
+    ticks = {p["prompt_tokens"]: p["bucket"] for a in arms for p in a["by_context"] if p["prompt_tokens"]}
+    columns = min(3, len(arms))
+    rows = -(-len(arms) // columns)
     with matplotlib.rc_context(RC):
-        fig = _figure(7.5, 3.4)
-        ax = fig.add_subplot()
-        for i, arm in enumerate(arms):
+        fig = _figure(7.5, 0.6 + 2.2 * rows)
+        axes = fig.subplots(rows, columns, squeeze=False, sharex=True, sharey=True).ravel()
+        top = 0.05
+        for i, (ax, arm) in enumerate(zip(axes, arms, strict=False)):
             points = [p for p in arm["by_context"] if p["cfr"] is not None and p["prompt_tokens"]]
             x = [p["prompt_tokens"] for p in points]
             colour = SERIES[i % len(SERIES)]
-            ax.plot(x, [p["cfr"] for p in points], "o-", color=colour, label=arm["arm"])
+            ax.plot(x, [p["cfr"] for p in points], "o-", color=colour, clip_on=False)
             ax.fill_between(
-                x, [p["cfr"] for p in points], [p["cfr_upper"] for p in points], color=colour, alpha=0.07
+                x, [p["cfr"] for p in points], [p["cfr_upper"] for p in points], color=colour, alpha=0.15
             )
-        ax.axhline(report["policy"]["tau"], color="#222222", linestyle="--", linewidth=1, label="τ")
-        ax.set_xscale("log", base=2)
-        ticks = {p["prompt_tokens"]: p["bucket"] for a in arms for p in a["by_context"] if p["prompt_tokens"]}
-        ax.set_xticks(sorted(ticks), [f"{ticks[t]}\n({t:g})" for t in sorted(ticks)])
-        ax.minorticks_off()
-        ax.yaxis.set_major_formatter(_percent())
-        ax.set_xlabel("context bucket (median prompt tokens)")
-        ax.set_ylabel("CFR (band: to the upper bound)")
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, frameon=False)
+            ax.axhline(report["policy"]["tau"], color="#222222", linestyle="--", linewidth=1)
+            ax.set_title(arm["arm"], fontsize=9, loc="left")
+            ax.grid(alpha=0.3)
+            top = max(top, report["policy"]["tau"], *(p["cfr_upper"] or 0.0 for p in points))
+        for ax in axes[len(arms) :]:
+            ax.set_visible(False)
+        first = axes[0]
+        first.set_xscale("log", base=2)
+        first.set_xticks(sorted(ticks), [f"{ticks[t]}\n({t:g})" for t in sorted(ticks)])
+        first.minorticks_off()
+        if len(ticks) == 1:
+            only = next(iter(ticks))
+            first.set_xlim(only / 1.5, only * 1.5)
+        first.yaxis.set_major_formatter(_percent())
+        first.set_ylim(0, min(1.06, top * 1.1))
+        fig.supxlabel("context bucket (median prompt tokens)", fontsize=9)
+        fig.supylabel("CFR (band: to the upper bound)", fontsize=9)
         return _svg(fig)
 
 

@@ -5,6 +5,7 @@ Each function reads only the report JSON (a dict), so the terminal, Markdown and
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 DECISION_MARK = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "🛑"}
@@ -194,8 +195,130 @@ def attribution_line(arm: dict[str, Any]) -> str | None:
     return f"attribution of {a['failures']} cache-induced failures to {parts}: {classes}{conf}"
 
 
+def headline_slice(arm: dict[str, Any]) -> dict[str, Any] | None:
+    """The slice a verdict line quotes: `all`."""
+    return next((s for s in arm["slices"] if s["slice"] == "all"), None)
+
+
+def cfr_summary(s: dict[str, Any] | None) -> str:
+    """`all` CFR k/n = x% (upper y%, τ z%)."""
+    if s is None:
+        return "no slices"
+    counts = f"{s['cache_induced_failures']}/{s['control_passes']}"
+    return f"CFR {counts} = {pct(s['cfr'])} (upper {pct(s['cfr_upper'])}, τ {pct(s['tau'])})"
+
+
+def verdict_parts(arm: dict[str, Any]) -> tuple[str, str, str]:
+    """(arm, "DECISION (exit n)", "CFR … · reason"): one arm's verdict line in three pieces."""
+    return (
+        arm["arm"],
+        f"{arm['decision'].upper()} (exit {arm['exit_code']})",
+        f"{cfr_summary(headline_slice(arm))} · {arm['reason']}",
+    )
+
+
 def verdict_line(arm: dict[str, Any]) -> str:
-    return f"{arm['arm']}: {arm['decision'].upper()} — {arm['reason']}"
+    name, decision, rest = verdict_parts(arm)
+    return f"{name}: {decision} · {rest}"
+
+
+def holding_back(arm: dict[str, Any]) -> list[str]:
+    """Why an inconclusive arm is not decided: per gated slice that has not passed, what a verdict needs."""
+    if arm["decision"] != "inconclusive":
+        return []
+    lines = []
+    for s in arm["slices"]:
+        if not s["gated"] or s["decision"] == "pass":
+            continue
+        counts = f"{s['cache_induced_failures']}/{s['control_passes']}"
+        if s["cfr"] is None:
+            need = "no control passes: nothing to gate on"
+        elif s["passes_needed"]:
+            need = (
+                f"a PASS needs ≈{s['passes_needed']} control passes at this CFR (has {s['control_passes']})"
+            )
+        else:
+            need = (
+                f"CFR {pct(s['cfr'])} ≥ τ {pct(s['tau'])}: no number of cases passes it at this rate; "
+                "a FAIL needs more failing cases"
+            )
+        lines.append(f"{s['slice']} ({counts}): {need}")
+    return lines
+
+
+def short(value: Any, width: int) -> str:
+    """A value on one line, cut to `width` characters with an ellipsis."""
+    if value is None:
+        return "—"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split()) or '""'
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def example_fields(f: dict[str, Any], width: int) -> list[tuple[str, str]]:
+    """One failing example as (label, value) pairs, values cut to `width`."""
+    labels = ", ".join(f"{k}={v}" for k, v in f["labels"].items())
+    token = "—" if f["first_divergence"] is None else str(f["first_divergence"])
+    return [
+        ("case", f"{f['case_id']} ({labels})" if labels else f["case_id"]),
+        ("expected", short(f["expected"], width)),
+        ("control", short(f["control_output"], width)),
+        ("candidate", short(f["candidate_output"], width)),
+        ("validator", short(f["detail"] or f["fail_kind"], width)),
+        ("first divergent token", token),
+    ]
+
+
+def example_line(f: dict[str, Any], width: int = 40) -> str:
+    """One failing example on one line."""
+    fields = dict(example_fields(f, width))
+    return (
+        f"{fields['case']}: expected {fields['expected']} · control {fields['control']} · "
+        f"candidate {fields['candidate']} · {fields['validator']} · diverges at token "
+        f"{fields['first divergent token']}"
+    )
+
+
+def examples_heading(arm: dict[str, Any], shown: int) -> str:
+    total = len(arm["failures"])
+    more = f" (first {shown}; all in --format json)" if total > shown else ""
+    return f"{total} cache-induced failures{more}"
+
+
+def ratio_text(value: float | None) -> str:
+    return "—" if value is None else f"×{value:.2f}"
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{1000 * value:.0f} ms" if value < 10 else f"{value:.1f} s"
+
+
+def timing_text(t: dict[str, Any]) -> str:
+    c, x, r = t["control"], t["candidate"], t["ratio"]
+    return (
+        f"median {seconds(x['median'])} vs {seconds(c['median'])} ({ratio_text(r['median'])}) · "
+        f"p95 {seconds(x['p95'])} vs {seconds(c['p95'])} ({ratio_text(r['p95'])})"
+    )
+
+
+def gains_lines(arm: dict[str, Any]) -> list[str]:
+    """What the arm buys against the control, in the same run: KV kept, TTFT and latency."""
+    g = arm.get("gains")
+    if not g:
+        return []
+    kept = "not reported by the engine" if g["kv_kept"] is None else f"{pct(g['kv_kept'])} of the control's"
+    return [
+        f"gains over {g['n_pairs']} pairs: KV entries kept {kept}",
+        f"TTFT vs control: {timing_text(g['ttft_s'])}",
+        f"latency vs control: {timing_text(g['latency_s'])}",
+    ]
+
+
+def gains_line(arm: dict[str, Any]) -> str | None:
+    lines = gains_lines(arm)
+    return " · ".join(lines) if lines else None
 
 
 def gate_line(report: dict[str, Any]) -> str:

@@ -32,11 +32,17 @@ FAILS = {
     "prefix-reuse": set(),
 }
 ERRORS: dict[str, set[int]] = {"prefix-reuse": {7}}
-RERUNS = {  # arm → case → verdict of its one re-run: True pass, False fail, None engine error
+RERUNS: dict[
+    str, dict[int, bool | None]
+] = {  # arm → case → verdict of its one re-run: True pass, False fail, None engine error
     "snapkv-50": {0: True, 1: False, 2: None, 30: False},
     "fp8-e4m3": {20: True, 30: False},
 }
 LOW_CONFIDENCE_PASS = {"snapkv-50": 10}
+KEEP = {"snapkv-50": 0.5, "snapkv-50+fp8": 0.5}
+"""Share of the prompt's KV entries each arm keeps (the rest keep all)."""
+SPEED = {"snapkv-50": 0.8, "fp8-e4m3": 0.9, "snapkv-50+fp8": 0.75, "offload-host": 1.3, "prefix-reuse": 0.5}
+"""Each arm's TTFT and latency as a multiple of the control's."""
 """A case the arm passes with a low mean logprob (−3.0), so the confidence AUC is not trivially 1."""
 
 MATRIX = f"""[matrix]
@@ -95,23 +101,25 @@ def cases() -> list[Case]:
 def row(
     i: int, arm: str, passed: bool | None, replicate: int = 0, attempt: int = 0, **extra: Any
 ) -> dict[str, Any]:
-    """A result row; passed None means an engine error."""
+    """A result row; passed None means an engine error. Timings: the control's, times the arm's SPEED."""
     error = passed is None
+    prompt = 500 if i % 2 == 0 else 1000
+    speed = SPEED.get(arm, 1.0)
     return {
         "case_id": case_id(i),
         "arm": arm,
         "replicate": replicate,
         "attempt": attempt,
-        "output_text": "" if error else ("ok" if passed else "wrong"),
+        "output_text": "" if error else (f"answer {i}" if passed else f"answer {i + 100}"),
         "output_token_ids": [],
         "passed": bool(passed),
         "fail_kind": "engine_error" if error else (None if passed else "mismatch"),
-        "detail": "",
-        "n_prompt_tokens": 500 if i % 2 == 0 else 1000,
+        "detail": "engine failed" if error else ("" if passed else f"missing 'answer {i}'"),
+        "n_prompt_tokens": prompt,
         "n_cached_tokens": 0,
-        "n_kv_entries_kept": 0,
-        "ttft_s": 0.0,
-        "latency_s": 0.0,
+        "n_kv_entries_kept": 0 if error else int(prompt * KEEP.get(arm, 1.0)),
+        "ttft_s": 0.0 if error else round(speed * (0.04 + 0.001 * (i % 10)), 6),
+        "latency_s": 0.0 if error else round(speed * (0.3 + 0.01 * (i % 10)), 6),
         "mean_logprob": None if error else (-0.5 if passed else -2.0),
         "min_logprob": None,
         "first_divergence": None if (error or passed) else i % 5,

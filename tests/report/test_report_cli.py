@@ -115,25 +115,29 @@ def test_adjusted_figures_gates_by_weighted_holm_signals_by_bh(fixed_run: Path) 
 
 
 def test_junit_has_one_case_per_arm_and_slice(fixed_run: Path) -> None:
-    result = invoke(str(fixed_run), "--format", "junit")
-    assert result.exit_code == 1
-    root = ET.fromstring(result.stdout)
     data = as_json(invoke(str(fixed_run), "--format", "json"))
-    suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == [a["arm"] for a in data["arms"]]
-    for suite, arm in zip(suites, data["arms"], strict=True):
-        cases = suite.findall("testcase")
-        assert [c.get("name") for c in cases] == ["(arm decision)"] + [s["slice"] for s in arm["slices"]]
-        for case, decision in zip(
-            cases, [arm["decision"]] + [s["decision"] for s in arm["slices"]], strict=True
-        ):
-            kinds = [child.tag for child in case]
-            assert (
-                kinds
-                == {"pass": [], "fail": ["failure"], "inconclusive": ["skipped"], "error": ["error"]}[
-                    decision
-                ]
-            )
+    for mode, inconclusive in (("failure", "failure"), ("skip", "skipped")):
+        result = invoke(str(fixed_run), "--format", "junit", "--junit-inconclusive", mode)
+        assert result.exit_code == 1
+        root = ET.fromstring(result.stdout)
+        suites = root.findall("testsuite")
+        assert [s.get("name") for s in suites] == [a["arm"] for a in data["arms"]]
+        for suite, arm in zip(suites, data["arms"], strict=True):
+            cases = suite.findall("testcase")
+            assert [c.get("name") for c in cases] == ["(arm decision)"] + [s["slice"] for s in arm["slices"]]
+            gated = [True] + [s["gated"] for s in arm["slices"]]
+            decisions = [arm["decision"]] + [s["decision"] for s in arm["slices"]]
+            for case, decision, gate in zip(cases, decisions, gated, strict=True):
+                kinds = [child.tag for child in case]
+                if not gate and decision != "fail":  # a signal that does not fail the arm passes
+                    assert kinds == ["system-out"]
+                    continue
+                element = {"pass": "system-out", "fail": "failure", "error": "error"}.get(
+                    decision, inconclusive
+                )
+                assert kinds == [element]
+            code = suite.find("properties/property[@name='exit_code']")
+            assert code is not None and code.get("value") == str(arm["exit_code"])
     total = sum(len(a["slices"]) + 1 for a in data["arms"])
     assert root.get("tests") == str(total)
     assert int(root.get("failures", "0")) == len(root.findall(".//failure"))
