@@ -3,27 +3,106 @@
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
 
+MAX_INT = 1 << 31
+"""Largest magnitude of an integer a spec may hold (a seed); counts have tighter documented maxima."""
+MAX_TOML_BYTES = 1 << 24
+
 
 def load_toml(path: Path) -> dict[str, Any]:
-    """Parse `path`, turning a missing file or a syntax error into a one-line BadInput."""
+    """Parse `path`, turning a missing, unreadable or non-UTF-8 file or a syntax error into a one-line
+    BadInput."""
     try:
+        if path.stat().st_size > MAX_TOML_BYTES:
+            raise BadInput(f"{path}: larger than {MAX_TOML_BYTES} bytes; not a spec")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
     return parse_toml(text, str(path))
 
 
 def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """Parse TOML text; invalid or too deeply nested TOML, or a non-finite or huge number, is a one-line
+    BadInput."""
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise BadInput(f"{where}: nested too deeply") from None
+    _check_values(data, where)
+    return data
+
+
+def _check_values(value: Any, where: str) -> None:
+    """No NaN or infinite float and no integer beyond ±MAX_INT anywhere in the spec."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _check_values(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            _check_values(item, where)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise BadInput(f"{where}: {value} is not a finite number")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        raise BadInput(f"{where}: {value} is beyond ±{MAX_INT}")
+
+
+def check_field_type(value: Any, annotation: Any, where: str) -> None:
+    """`value` fits a dataclass field annotated `annotation` (int, float, bool, str, dict, a tuple or
+    list of those, or X | None); a BadInput naming `where` when it does not."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    if not _fits(value, text.replace(" ", "")):
+        raise BadInput(f"{where} must be {text}, got {value!r}"[:200])
+
+
+def _fits(value: Any, text: str) -> bool:
+    union = _split_union(text)
+    if len(union) > 1:
+        return any(_fits(value, t) for t in union)
+    base, _, inner = text.partition("[")
+    if base in ("int", "float", "bool", "str", "None") or not base:
+        return _scalar(value, base)
+    if base in ("dict", "Mapping"):
+        return isinstance(value, dict)
+    if base in ("tuple", "list", "Sequence"):
+        item = inner.rstrip("]").split(",")[0]
+        return isinstance(value, list | tuple) and all(_fits(v, item) for v in value)
+    return True  # a type these checks do not know: left to the dataclass
+
+
+def _split_union(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += (char == "[") - (char == "]")
+        if char == "|" and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
+
+
+def _scalar(value: Any, base: str) -> bool:
+    if base == "None":
+        return value is None
+    if base == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if base == "int":
+        return isinstance(value, int)
+    if base == "float":
+        return isinstance(value, int | float)
+    return isinstance(value, str)
 
 
 def check_keys(

@@ -90,6 +90,9 @@ def build_report(
 ) -> dict[str, Any]:
     """The report of the run in `run_dir`, gated on its declared policy (or a changed one, with a reason)."""
     manifest = read_manifest(run_dir)
+    from kvgate.runner.integrity import verify_run
+
+    verify_run(run_dir, manifest)
     policy, changed, unsafe_reason = resolve_policy(
         manifest, policy_text, policy_changed_reason, policy_unsafe_reason
     )

@@ -18,6 +18,7 @@ from kvgate import __version__
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.gate.policy import Policy
 from kvgate.paths import REPO_ROOT
+from kvgate.runner.manifest_schema import check_manifest_shape
 from kvgate.treatments.matrix import Matrix
 from kvgate.workload.schema import Workload, atomic_write
 
@@ -25,6 +26,7 @@ MANIFEST = "manifest.json"
 IDENTITY_KEYS = (
     "workload_sha256", "model", "engine", "engine_options", "arms", "policy_sha256", "case_ids", "matrix",
 )  # fmt: skip
+MAX_MANIFEST_BYTES = 1 << 26
 LABELS = {
     "workload_sha256": "workload sha256",
     "policy_sha256": "policy sha256",
@@ -46,6 +48,11 @@ def git_commit() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None
+
+
+def run_id_of(identity: dict[str, Any]) -> str:
+    """The run id: the first 12 hex digits of the sha256 of the identity fields' canonical JSON."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def build_manifest(
@@ -84,7 +91,7 @@ def build_manifest(
             "seed": matrix.seed,
         },
     }
-    run_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+    run_id = run_id_of(identity)
     return {
         "run_id": run_id,
         **identity,
@@ -103,7 +110,9 @@ def build_manifest(
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
-    """Write the manifest atomically; a failed write is an infrastructure error (exit 4)."""
+    """Write the manifest atomically, checked as every read checks it (`verify_manifest`); a failed
+    write is an infrastructure error (exit 4)."""
+    verify_manifest(manifest, f"the manifest of run {manifest.get('run_id')}")
     text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     try:
         atomic_write(run_dir / MANIFEST, lambda f: f.write(text.encode()))
@@ -112,14 +121,38 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest, verified (`verify_manifest`); any defect is a one-line BadInput naming it."""
     path = run_dir / MANIFEST
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text())
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise BadInput(f"{path} is not a regular file")
+        if path.exists() and path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise BadInput(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes: not a manifest")
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BadInput(f"{run_dir} is not a kvgate run: no {MANIFEST}") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BadInput(f"{path} is unreadable: {exc}") from None
-    return manifest
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or bad UTF-8
+        raise BadInput(f"{path} is unreadable: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
+    verify_manifest(manifest, str(path))
+    return dict(manifest)
+
+
+def verify_manifest(manifest: Any, where: str) -> None:
+    """The manifest has the schema's shape, its policy text hashes to its `policy_sha256`, its run id is
+    the hash of its identity fields, and its arms are its matrix's: a one-line BadInput naming what
+    changed otherwise."""
+    check_manifest_shape(manifest, where)
+    if hashlib.sha256(manifest["policy_text"].encode()).hexdigest() != manifest["policy_sha256"]:
+        raise BadInput(f"{where}: policy_text does not match policy_sha256: the policy was edited")
+    recomputed = run_id_of({k: manifest[k] for k in IDENTITY_KEYS})
+    if recomputed != manifest["run_id"]:
+        raise BadInput(
+            f"{where}: run id {manifest['run_id']} does not match its identity fields (they hash to "
+            f"{recomputed}): the workload, model, engine, arms, policy or matrix was edited after the run"
+        )
+    matrix = manifest["matrix"]
+    if set(manifest["arms"]) != {matrix["control"], *matrix["candidates"]}:
+        raise BadInput(f"{where}: its arms are not its matrix's control and candidates")
 
 
 def changed_identity(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:

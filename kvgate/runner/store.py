@@ -4,6 +4,9 @@
     runs/<run_id>/results/<arm>/part-AAAAA-BBBBB.parquet    parts AAAAA..BBBBB merged (`compact`)
 
 A crash loses at most the part being written; a resumed run skips exactly the rows already stored.
+Every part is bound to its run and arm in its metadata and listed in `results/index.json` with its sha256
+(`part_index`); a merged part is read back and verified before the parts it covers leave the index and
+the disk, and `reconcile` (run when a run is opened) adopts a verified part a crash left unlisted.
 A range part supersedes every other part whose numbers lie inside its range: readers ignore those, so a
 crash between writing a merged part and deleting the parts it covers neither loses nor repeats a row.
 New parts are numbered after the highest number in use, range ends included. Leftover temp files and
@@ -27,6 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput, EngineFailure
+from kvgate.names import check_name
+from kvgate.runner import part_index
+from kvgate.runner.part_index import binding, key_of, read_binding, read_index, stored_run_id, write_index
 from kvgate.workload.schema import atomic_write
 
 RESULT_SCHEMA = pa.schema(
@@ -109,14 +115,18 @@ def next_part_number(arm_dir: Path) -> int:
 
 
 def write_part(run_dir: Path, arm: str, rows: list[dict[str, Any]]) -> Path:
-    """Append `rows` of `arm` as the arm's next part (atomic: temp file, fsync, rename)."""
-    table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+    """Append `rows` of `arm` as the arm's next part (atomic: temp file, fsync, rename), bound to the run
+    and listed in the index."""
+    check_name("arm", arm)
+    run_id = stored_run_id(run_dir)
+    table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA).replace_schema_metadata(binding(run_id, arm))
     arm_dir = results_dir(run_dir) / arm
     path = arm_dir / "part-?????.parquet"
     try:
         arm_dir.mkdir(parents=True, exist_ok=True)
         path = arm_dir / f"part-{next_part_number(arm_dir):05d}.parquet"
         _write_table(path, table)
+        _update_index(run_dir, run_id, add={path: table.num_rows})
     except OSError as exc:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
         raise EngineFailure(
@@ -128,6 +138,17 @@ def write_part(run_dir: Path, arm: str, rows: list[dict[str, Any]]) -> Path:
 
 def _write_table(path: Path, table: pa.Table) -> None:
     atomic_write(path, lambda f: pq.write_table(table, f, write_page_checksum=True))
+
+
+def _update_index(run_dir: Path, run_id: str | None, add: dict[Path, int], drop: Iterable[Path] = ()) -> None:
+    """List the parts in `add` (path → rows) and forget those in `drop`, in one atomic index write."""
+    results = results_dir(run_dir)
+    parts = read_index(results)
+    for path in drop:
+        parts.pop(key_of(results, path), None)
+    for path, rows in add.items():
+        parts[key_of(results, path)] = part_index.entry(path, rows)
+    write_index(results, run_id, parts)
 
 
 def compact(run_dir: Path, arm: str) -> Path | None:
@@ -146,7 +167,9 @@ def compact(run_dir: Path, arm: str) -> Path | None:
     small = [p for p in live if p.first == p.last and p.first > last_range]
     if len(small) < 2:
         return None
+    run_id = stored_run_id(run_dir)
     table = pa.concat_tables([_read_part(p.path) for p in small])
+    table = table.replace_schema_metadata(binding(run_id, arm))
     merged = arm_dir / f"part-{small[0].first:05d}-{small[-1].last:05d}.parquet"
     try:
         _write_table(merged, table)
@@ -154,6 +177,13 @@ def compact(run_dir: Path, arm: str) -> Path | None:
         with contextlib.suppress(OSError):  # renamed but not made durable: the small parts hold the rows
             merged.unlink(missing_ok=True)
         return None
+    if not _read_part(merged).equals(table):
+        merged.unlink(missing_ok=True)
+        raise EngineFailure(f"merged part {merged} does not read back as written: the disk is failing")
+    try:
+        _update_index(run_dir, run_id, add={merged: table.num_rows}, drop=[p.path for p in small])
+    except OSError:
+        return merged  # listed on the next open (`reconcile`), the small parts deleted then
     for part in small:
         with contextlib.suppress(OSError):  # a part left here is superseded: ignored, removed on reopen
             part.path.unlink(missing_ok=True)
@@ -169,11 +199,77 @@ def remove_temp_files(run_dir: Path) -> list[Path]:
 
 
 def remove_superseded_parts(run_dir: Path) -> list[Path]:
-    """Delete parts a merge covered but a crash left behind (call only while holding the run's lock)."""
-    leftovers = [part.path for arm_dir in _arm_dirs(run_dir) for part in _split(_arm_parts(arm_dir))[1]]
+    """Delete parts a merge covered but a crash left behind, each only once the range part covering it
+    is read and holds every row of it (call only while holding the run's lock)."""
+    leftovers = []
+    for arm_dir in _arm_dirs(run_dir):
+        parts = _arm_parts(arm_dir)
+        live, superseded = _split(parts)
+        for part in superseded:
+            cover = next(r for r in live if r.covers(part))
+            missing = _keys(_read_part(part.path)) - _keys(_read_part(cover.path))
+            if missing:
+                raise BadInput(
+                    f"result part {cover.path} covers {part.path.name} but lacks its row {min(missing)}: "
+                    "the store was tampered with"
+                )
+            leftovers.append(part.path)
     for path in leftovers:
         path.unlink(missing_ok=True)
     return leftovers
+
+
+def _keys(table: pa.Table) -> set[RowKey]:
+    data = table.select(list(KEY_COLUMNS)).to_pydict()
+    return set(zip(data["arm"], data["replicate"], data["case_id"], data["attempt"], strict=True))
+
+
+def reconcile(run_dir: Path, run_id: str) -> list[Path]:
+    """Check the store against its index when a run is opened (call only while holding the run's lock).
+
+    A listed part must match its checksum; one deleted (to regenerate its rows) leaves the index. A live
+    part a crash left unlisted is read, checked to be bound to this run and its arm, and listed;
+    superseded parts leave the index (`remove_superseded_parts` deletes them). Anything else is a
+    BadInput naming the part.
+    Returns the parts adopted.
+    """
+    results = results_dir(run_dir)
+    listed = read_index(results)
+    parts: dict[str, dict[str, Any]] = {}
+    adopted = []
+    for arm_dir in _arm_dirs(run_dir):
+        for part in _split(_arm_parts(arm_dir))[0]:
+            key = key_of(results, part.path)
+            if key in listed:
+                if part_index.file_sha256(part.path) != listed[key]["sha256"]:
+                    changed(part.path)
+                parts[key] = listed[key]
+                continue
+            table = _read_part(part.path)
+            check_bound(part.path, read_binding(table.schema.metadata), run_id, arm_dir.name)
+            if table.num_rows and set(table["arm"].unique().to_pylist()) != {arm_dir.name}:
+                raise BadInput(f"result part {part.path} holds rows of another arm")
+            parts[key] = part_index.entry(part.path, table.num_rows)
+            adopted.append(part.path)
+    if parts != listed or (parts and not part_index.index_path(results).exists()):
+        write_index(results, run_id, parts)
+    return adopted
+
+
+def changed(path: Path) -> None:
+    """Raise the BadInput for a part whose checksum differs: corrupt when it does not read, else edited."""
+    _read_part(path)
+    raise BadInput(f"result part {path} changed after it was stored (its sha256 differs from the index)")
+
+
+def check_bound(path: Path, bound: dict[str, Any] | None, run_id: str, arm: str) -> None:
+    """A part's binding must name this run and the arm whose folder holds it."""
+    if bound is None:
+        raise BadInput(f"result part {path} is not bound to any run: it was not written by this run")
+    if bound.get("run_id") != run_id:
+        raise BadInput(f"result part {path} belongs to run {bound.get('run_id')!r}, not {run_id}")
+    if bound.get("arm") != arm:
+        raise BadInput(f"result part {path} belongs to arm {bound.get('arm')!r}, not {arm!r}")
 
 
 def read_results(run_dir: Path, columns: Iterable[str] | None = None) -> pa.Table:

@@ -5,8 +5,8 @@
     control = "full"
     candidates = ["streaming-50", "fp8-e4m3", "prefix-reuse"]
     aa_replicate = true      # run the control twice, in separate namespaces: the noise floor
-    confirm_reruns = 0       # re-run each candidate-only failure k times: reproducible or flaky
-    batch_size = 1           # cases submitted together (a batch for hf, concurrent requests for vllm)
+    confirm_reruns = 0       # re-run each candidate-only failure k ≤ 10 times: reproducible or flaky
+    batch_size = 1           # cases submitted together, ≤ 4096 (a batch for hf, requests for vllm)
     seed = 0                 # handed to every arm's session alike
     [arm.prefix-reuse]       # per-arm load: offload and reuse defects show under load
     batch_size = 8
@@ -17,7 +17,7 @@
     wrong_answer_rate = 0.1
 
 Treatments not defined in the file are looked up in `treatments/catalog.toml`. Unknown keys anywhere
-are errors naming the key.
+are errors naming the key; treatment names match `kvgate.names.NAME_PATTERN` (they name folders).
 """
 
 from __future__ import annotations
@@ -27,14 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
+from kvgate.names import check_name
 from kvgate.paths import TREATMENTS_DIR
 from kvgate.registry import unknown_name
-from kvgate.tomlspec import check_keys, load_toml, parse_toml
+from kvgate.tomlspec import check_field_type, check_keys, load_toml, parse_toml
 from kvgate.treatments.spec import TREATMENT_TYPES, Composite, Treatment
 
 CATALOG = "catalog"
 NOT_MATRICES = {CATALOG, "policy"}
 TOP_KEYS = {"matrix", "treatment", "arm", "faults"}
+MAX_CONFIRM_RERUNS = 10
+"""Most confirm-reruns of each candidate-only failure a matrix may ask for."""
+MAX_BATCH_SIZE = 4096
+"""Largest batch (default or per arm) a matrix may ask for."""
 MATRIX_KEYS = {"control", "candidates", "aa_replicate", "confirm_reruns", "batch_size", "seed", "description"}
 ARM_KEYS = {"batch_size"}
 
@@ -76,6 +81,7 @@ def parse_treatment(
     name: str, tables: dict[str, dict[str, Any]], where: str, seen: tuple[str, ...] = ()
 ) -> Treatment:
     """Build treatment `name` from `tables` (strict keys; composites resolve their parts by name)."""
+    check_name("treatment", name, where)
     if name in seen:
         raise BadInput(f"{where}: treatment {name!r} includes itself")
     if name not in tables:
@@ -93,6 +99,9 @@ def parse_treatment(
         if not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
             raise BadInput(f"{here}: 'of' must be a list of treatment names")
         table["of"] = tuple(parse_treatment(p, tables, where, (*seen, name)) for p in parts)
+    for key, value in table.items():
+        if key != "of":
+            check_field_type(value, cls.__dataclass_fields__[key].type, f"{here}: {key}")
     try:
         return cls(name=name, **table)
     except (TypeError, ValueError) as exc:
@@ -149,8 +158,8 @@ def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
         control=control,
         candidates=candidates,
         aa_replicate=_typed(spec, "aa_replicate", bool, here, True),
-        confirm_reruns=_count(spec, "confirm_reruns", 0, here),
-        batch_size=_count(spec, "batch_size", 1, here, minimum=1),
+        confirm_reruns=_count(spec, "confirm_reruns", 0, here, maximum=MAX_CONFIRM_RERUNS),
+        batch_size=_count(spec, "batch_size", 1, here, minimum=1, maximum=MAX_BATCH_SIZE),
         seed=_typed(spec, "seed", int, here, 0),
         arm_batch_size=_arm_batch_sizes(data.get("arm", {}), names, where),
         faults=_faults(data.get("faults", {}), names, where),
@@ -179,10 +188,12 @@ def _typed(spec: dict[str, Any], key: str, kind: type, where: str, default: Any 
     return value
 
 
-def _count(spec: dict[str, Any], key: str, default: int, where: str, minimum: int = 0) -> int:
+def _count(
+    spec: dict[str, Any], key: str, default: int, where: str, minimum: int = 0, maximum: int = MAX_BATCH_SIZE
+) -> int:
     value: int = _typed(spec, key, int, where, default)
-    if value < minimum:
-        raise BadInput(f"{where}: {key} must be ≥ {minimum}, got {value}")
+    if not minimum <= value <= maximum:
+        raise BadInput(f"{where}: {key} must be in [{minimum}, {maximum}], got {value}")
     return value
 
 
@@ -194,7 +205,7 @@ def _arm_batch_sizes(value: Any, names: list[str], where: str) -> dict[str, int]
         here = f"{where} [arm.{arm}]"
         check_keys(table, ARM_KEYS, here)
         if "batch_size" in table:
-            sizes[arm] = _count(table, "batch_size", 1, here, minimum=1)
+            sizes[arm] = _count(table, "batch_size", 1, here, minimum=1, maximum=MAX_BATCH_SIZE)
     return sizes
 
 

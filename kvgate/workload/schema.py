@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput
 from kvgate.workload.case import Case
+from kvgate.workload.checks import check_cases, check_meta
 
 SCHEMA_VERSION = 1
 MAX_VOCAB = 1 << 22
@@ -107,13 +108,9 @@ def slice_columns_of(cases: list[Case]) -> tuple[str, ...]:
 
 
 def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
-    """Write `cases` atomically (temp file, fsync, rename); returns the content sha256."""
-    ids = [c.case_id for c in cases]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise BadInput(f"duplicate case_id {dup!r} in the workload")
-    if not cases:
-        raise BadInput("the workload has no cases")
+    """Write `cases` atomically (temp file, fsync, rename), checked as reading checks them; returns the
+    content sha256. A path that cannot be written is a one-line BadInput."""
+    check_cases(cases, f"workload {path}")
     slice_columns = slice_columns_of(cases)
     rows = [_row(c, slice_columns) for c in cases]
     sha = _rows_sha256(rows)
@@ -129,8 +126,12 @@ def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
         "n_cases": len(cases),
         "content_sha256": sha,
     }
+    check_meta(full_meta, f"workload {path}")
     table = table.replace_schema_metadata({META_KEY: _dumps(full_meta).encode()})
-    atomic_write(path, lambda f: pq.write_table(table, f, compression="zstd"))
+    try:
+        atomic_write(path, lambda f: pq.write_table(table, f, compression="zstd"))
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
     return sha
 
 
@@ -172,21 +173,35 @@ def atomic_write(path: Path, write: Any) -> None:
         os.close(dir_fd)
 
 
-def read_workload(path: Path) -> Workload:
-    """Read and verify a workload; any defect is a one-line BadInput naming the file."""
+def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
+    """The workload's Parquet file and its checked kvgate metadata (`read_meta`)."""
     try:
-        table = pq.ParquetFile(path).read()
+        parquet = pq.ParquetFile(path)
     except FileNotFoundError:
         raise BadInput(f"workload {path} does not exist") from None
     except (OSError, pa.ArrowException) as exc:
-        raise BadInput(f"workload {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
-    raw = (table.schema.metadata or {}).get(META_KEY)
+        raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
+    return parquet, read_meta(parquet, path)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def read_meta(parquet: pq.ParquetFile, path: Path) -> dict[str, Any]:
+    """The kvgate metadata of a workload file, the same in both of the footer's copies, of this
+    schema_version and of the schema's shape; any defect is a one-line BadInput."""
+    raw = (parquet.schema_arrow.metadata or {}).get(META_KEY)
     if raw is None:
         raise BadInput(f"workload {path} has no kvgate metadata; freeze it with `kvgate freeze`")
+    if raw != (parquet.metadata.metadata or {}).get(META_KEY):
+        raise BadInput(f"workload {path} has corrupt kvgate metadata (its two footer copies differ)")
     try:
         meta = json.loads(raw)
-    except json.JSONDecodeError:
+    except ValueError:
         raise BadInput(f"workload {path} has corrupt kvgate metadata") from None
+    if not isinstance(meta, dict):
+        raise BadInput(f"workload {path} has corrupt kvgate metadata (not an object)")
     version = meta.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise BadInput(
@@ -197,20 +212,67 @@ def read_workload(path: Path) -> Workload:
         raise BadInput(
             f"workload {path} has schema_version {version}, which has no migration; freeze it again"
         )
-    slice_columns = tuple(meta.get("slice_columns", ()))
-    missing = [c for c in (*FIXED_COLUMNS, *slice_columns) if c not in table.column_names]
+    check_meta(meta, f"workload {path}")
+    missing = [c for c in (*FIXED_COLUMNS, *meta["slice_columns"]) if c not in parquet.schema_arrow.names]
     if missing:
         raise BadInput(f"workload {path} lacks column {missing[0]!r}")
+    return meta
+
+
+def read_workload(path: Path) -> Workload:
+    """Read and verify a workload; any defect is a one-line BadInput naming the file."""
+    parquet, meta = open_workload(path)
+    slice_columns = tuple(meta["slice_columns"])
+    try:
+        table = parquet.read(columns=list(dict.fromkeys((*FIXED_COLUMNS, *slice_columns))))
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
+    if table.num_rows != meta["n_cases"]:
+        raise BadInput(f"workload {path} has {table.num_rows} rows; its metadata says {meta['n_cases']}")
     try:
         token_ids = _token_tuples(table.column("prompt_token_ids"))
         rows = table.drop_columns(["prompt_token_ids"]).to_pylist()
         cases = tuple(_case(row, ids, slice_columns) for row, ids in zip(rows, token_ids, strict=True))
-    except (TypeError, ValueError, KeyError, pa.ArrowException) as exc:
-        raise BadInput(f"workload {path} has a malformed row: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError, pa.ArrowException) as exc:
+        raise BadInput(f"workload {path} has a malformed row: {_first_line(exc)}") from None
+    check_cases(cases, f"workload {path}")
     sha = content_sha256(cases, slice_columns)
     if sha != meta.get("content_sha256"):
         raise BadInput(f"workload {path} rows do not match its content sha256: it was changed after freezing")
     return Workload(cases=cases, meta=meta, sha256=sha, path=path)
+
+
+def stream_content_sha256(path: Path) -> tuple[str, dict[str, Any]]:
+    """(the content sha256 of the workload's rows, its metadata), hashed batch by batch without building
+    cases: what `read_workload` verifies, at a fraction of its memory."""
+    parquet, meta = open_workload(path)
+    slice_columns = tuple(meta["slice_columns"])
+    digest, n = hashlib.sha256(), 0
+    columns = list(dict.fromkeys((*FIXED_COLUMNS, *slice_columns)))
+    try:
+        for batch in parquet.iter_batches(1024, columns=columns):
+            for raw in batch.to_pylist():
+                digest.update(_dumps(_stored_row(raw, slice_columns)).encode())
+                digest.update(b"\n")
+                n += 1
+    except (OSError, TypeError, ValueError, RecursionError, pa.ArrowException) as exc:
+        raise BadInput(f"workload {path} has a malformed row: {_first_line(exc)}") from None
+    if n != meta["n_cases"]:
+        raise BadInput(f"workload {path} has {n} rows; its metadata says {meta['n_cases']}")
+    return digest.hexdigest(), meta
+
+
+def _stored_row(raw: dict[str, Any], slice_columns: tuple[str, ...]) -> dict[str, Any]:
+    """A stored row as `_row` writes the case `_case` reads from it."""
+    row = {k: raw[k] for k in FIXED_COLUMNS}
+    row["messages"] = _dumps(list(json.loads(raw["messages"])))
+    row["expected"] = _dumps(json.loads(raw["expected"]))
+    row["validator_args"] = _dumps(json.loads(raw["validator_args"]))
+    row["max_new_tokens"] = int(raw["max_new_tokens"])
+    row["critical"] = bool(raw["critical"])
+    for col in slice_columns:
+        row[col] = raw["task"] if col == "task" else raw[col]
+    return row
 
 
 def _token_tuples(column: pa.ChunkedArray) -> list[tuple[int, ...] | None]:

@@ -7,7 +7,9 @@
     lengths = [512, 1024]
     …  # the generator's parameters (its params dataclass fields); unknown keys are errors
 
-`[[dataset]]` entries (kvgate.workload.datasets) and `[[trace]]` entries (kvgate.workload.traces) take
+Values must have their parameter's type; integers lie in [0, MAX_PARAM or MAX_INT_PARAM] (per_cell at most
+100,000, max_new_tokens at most 65,536, other counts and lengths at most 2^20). `[[dataset]]` entries
+(kvgate.workload.datasets) and `[[trace]]` entries (kvgate.workload.traces) take
 their source's parameters the same way; a suite needs at least one entry of any kind. Their relative file
 paths are relative to the suite file's folder: each suite gets its own source objects bound to that folder,
 and the parameters keep the paths as written (case ids hash them), resolved only when the data is read.
@@ -16,14 +18,20 @@ and the parameters keep the paths as written (case ids hash them), resolved only
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
+from kvgate.names import check_name
 from kvgate.paths import SUITES_DIR
 from kvgate.registry import unknown_name
-from kvgate.tomlspec import check_keys, load_toml
+from kvgate.tomlspec import check_field_type, check_keys, load_toml
 from kvgate.workload.generators.base import GENERATORS, Generator, param_names
+
+MAX_PARAM = {"per_cell": 100_000, "max_new_tokens": 65_536}
+"""Documented maxima of integer parameters; any other integer parameter is at most MAX_INT_PARAM."""
+MAX_INT_PARAM = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -84,28 +92,56 @@ def parse_suite(path: Path) -> SuiteSpec:
     sources = _sources(path.parent.absolute())
     check_keys(data, {"name", "description", "generate", *sources}, where, required=frozenset({"name"}))
     entries = []
-    for i, table in enumerate(data.get("generate", [])):
+    for i, table in enumerate(_entries(data, "generate", where)):
         here = f"{where} [[generate]] #{i + 1}"
         if "generator" not in table:
             raise BadInput(f"{here}: missing key 'generator'")
+        if not isinstance(table["generator"], str):
+            raise BadInput(f"{here}: generator must be a name, got {table['generator']!r}")
         generator = GENERATORS.get(table["generator"])
         fields = {k: v for k, v in table.items() if k != "generator"}
         entries.append(SuiteEntry(generator, _params(generator, fields, here)))
     for kind, source in sources.items():
-        for i, table in enumerate(data.get(kind, [])):
+        for i, table in enumerate(_entries(data, kind, where)):
             entries.append(SuiteEntry(source, _params(source, table, f"{where} [[{kind}]] #{i + 1}")))
     if not entries:
         raise BadInput(f"{where}: the suite has no [[generate]], [[dataset]] or [[trace]] entries")
     return SuiteSpec(
-        name=str(data["name"]),
-        description=str(data.get("description", "")),
+        name=check_name("suite", data["name"], where),
+        description=_description(data.get("description", ""), where),
         entries=tuple(entries),
         text=path.read_text(encoding="utf-8"),
     )
 
 
+def _entries(data: dict[str, Any], kind: str, where: str) -> list[dict[str, Any]]:
+    """The `[[kind]]` tables of a suite: a list of tables, or a BadInput."""
+    value = data.get(kind, [])
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise BadInput(f"{where}: {kind} must be [[{kind}]] tables")
+    return value
+
+
+def _description(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise BadInput(f"{where}: description must be a string, got {value!r}")
+    return value
+
+
+def check_bound(key: str, value: Any, here: str) -> None:
+    """Integer parameters (alone or in a list) lie in [0, their maximum] (`MAX_PARAM`, else MAX_INT_PARAM)."""
+    top = MAX_PARAM.get(key, MAX_INT_PARAM)
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, int) and not isinstance(item, bool) and not 0 <= item <= top:
+            raise BadInput(f"{here}: {key} must be in [0, {top}], got {item}")
+
+
 def _params(generator: Generator, fields: dict[str, Any], here: str) -> Any:
     check_keys(fields, param_names(generator.params_type), here)
+    types = {f.name: f.type for f in dataclass_fields(generator.params_type)}
+    for key, value in fields.items():
+        check_field_type(value, types[key], f"{here}: {key}")
+        check_bound(key, value, here)
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
     try:
         return generator.params_type(**fields)

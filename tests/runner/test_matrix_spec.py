@@ -13,6 +13,7 @@ from runner_support import Invoke, only_run, stored_rows, write_matrix
 from kvgate.paths import TREATMENTS_DIR
 
 BASE = '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\n'
+ONE = '[matrix]\ncontrol = "full"\ncandidates = ["x"]\n[treatment.x]\n'
 
 BAD = [
     (BASE + "confirm_rerun = 2\n", "[matrix]: unknown key 'confirm_rerun'; did you mean 'confirm_reruns'?"),
@@ -27,8 +28,10 @@ BAD = [
     (BASE + "[faults.full]\nsalt_leak = 1\n", "salt_leak must be true or false, got 1"),
     (BASE + 'aa_replicate = "yes"\n', "aa_replicate must be a bool, got 'yes'"),
     (BASE + "confirm_reruns = true\n", "confirm_reruns must be a int, got True"),
-    (BASE + "confirm_reruns = -1\n", "confirm_reruns must be ≥ 0, got -1"),
-    (BASE + "batch_size = 0\n", "batch_size must be ≥ 1, got 0"),
+    (BASE + "confirm_reruns = -1\n", "confirm_reruns must be in [0, 10], got -1"),
+    (BASE + "confirm_reruns = 1000000\n", "confirm_reruns must be in [0, 10], got 1000000"),
+    (BASE + "batch_size = 0\n", "batch_size must be in [1, 4096], got 0"),
+    (BASE + "seed = nan\n", "nan is not a finite number"),
     ('[matrix]\ncontrol = "full"\ncandidates = "fp8-e4m3"\n', "candidates must be a list of treatment names"),
     (
         '[matrix]\ncontrol = "fp8-e4m3"\ncandidates = ["full"]\n',
@@ -37,6 +40,15 @@ BAD = [
     ('[matrix]\ncontrol = "full"\ncandidates = []\n', "the matrix has no candidates"),
     ('[matrix]\ncontrol = "full"\ncandidates = ["full"]\n', "an arm is listed twice"),
     ('[matrix]\ncandidates = ["fp8-e4m3"]\n', "[matrix]: missing key 'control'"),
+    (ONE + 'kind = "eviction"\nsink_tokens = 1.5\n', "[treatment.x]: sink_tokens must be int, got 1.5"),
+    (ONE + 'kind = "eviction"\nduring_decoding = "yes"\n', "during_decoding must be bool, got 'yes'"),
+    (ONE + 'kind = "offload"\nblock_size = nan\n', "nan is not a finite number"),
+    (ONE + 'kind = "quantize"\nengine_args = 3\n', "engine_args must be dict[str, Any], got 3"),
+    (ONE.replace('"x"', '"../../up"') + 'kind = "full"\n', "treatment name '../../up' is not allowed"),
+    (ONE.replace('"x"', '"/abs"') + 'kind = "full"\n', "treatment name '/abs' is not allowed"),
+    (ONE.replace('"x"', '".."') + 'kind = "full"\n', "treatment name '..' is not allowed"),
+    (ONE.replace('"x"', '""') + 'kind = "full"\n', "treatment name '' is not allowed"),
+    (ONE.replace('"x"', '"a\\u0000b"') + 'kind = "full"\n', "is not allowed"),
 ]
 
 

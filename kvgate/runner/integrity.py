@@ -1,0 +1,93 @@
+"""Verify a stored run before it is reported: nothing it holds changed since kvgate wrote it.
+
+The manifest is verified as every read verifies it (shape, policy hash, run id; `read_manifest`). Here:
+the workload's rows are hashed again against the run's content hash; every live result part must be
+listed in the run's index with the same sha256 and be bound to this run and its arm; every listed part
+must exist. A run whose lock a writer holds and that still lacks rows is in progress: an EngineFailure
+(exit 4), no verdict. Anything else that differs is a one-line BadInput naming it (exit 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kvgate.errors import BadInput, EngineFailure
+from kvgate.runner.lock import lock_held
+from kvgate.runner.part_index import INDEX, file_sha256, key_of, read_binding, read_index
+from kvgate.runner.store import changed, check_bound, part_paths, results_dir
+from kvgate.workload.schema import stream_content_sha256
+
+
+def verify_run(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a run in progress (exit 4) or one whose workload or results changed (exit 2)."""
+    results = results_dir(run_dir)
+    listed = read_index(results)
+    if lock_held(run_dir):
+        _refuse_if_incomplete(run_dir, manifest, listed)
+    _verify_workload(manifest)
+    _verify_parts(run_dir, manifest["run_id"], listed)
+
+
+def expected_rows(manifest: dict[str, Any]) -> dict[str, int]:
+    """The first-attempt rows each arm stores when the run is complete."""
+    matrix, n = manifest["matrix"], manifest["n_cases"]
+    control = {matrix["control"]: n * (2 if matrix["aa_replicate"] else 1)}
+    return control | {arm: n for arm in matrix["candidates"]}
+
+
+def _refuse_if_incomplete(run_dir: Path, manifest: dict[str, Any], listed: dict[str, Any]) -> None:
+    stored: dict[str, int] = {}
+    for key, part in listed.items():
+        arm = key.split("/", 1)[0]
+        stored[arm] = stored.get(arm, 0) + part["rows"]
+    for arm, want in expected_rows(manifest).items():
+        if stored.get(arm, 0) < want:
+            raise EngineFailure(
+                f"run {run_dir} is in progress (another kvgate process holds its lock): arm {arm!r} has "
+                f"{stored.get(arm, 0)} of {want} rows; report it when the run ends"
+            )
+
+
+def _verify_workload(manifest: dict[str, Any]) -> None:
+    path = Path(manifest["workload_path"])
+    sha, meta = stream_content_sha256(path)  # every row hashed again
+    if sha != meta["content_sha256"]:
+        raise BadInput(f"workload {path} rows do not match its content sha256: it was changed after freezing")
+    if sha != manifest["workload_sha256"]:
+        raise BadInput(f"workload {path} changed since run {manifest['run_id']} (content sha256 differs)")
+
+
+def _verify_parts(run_dir: Path, run_id: str, listed: dict[str, Any]) -> None:
+    results = results_dir(run_dir)
+    index = results / INDEX
+    live = part_paths(run_dir)
+    if live and not index.exists():
+        raise BadInput(f"run {run_dir} has result parts but no {index}: it was removed")
+    for path in live:
+        key = key_of(results, path)
+        if key not in listed:
+            raise BadInput(
+                f"result part {path} is not in {index}: it was added after the run "
+                f"(or a crash left it: `kvgate run --resume {run_dir}` verifies and lists it)"
+            )
+        if file_sha256(path) != listed[key]["sha256"]:
+            changed(path)
+        check_bound(path, read_binding(_metadata(path)), run_id, path.parent.name)
+    present = {key_of(results, p) for p in live}
+    gone = sorted(k for k in listed if k not in present)
+    if gone:
+        raise BadInput(
+            f"result part {results / gone[0]} listed in {index} is missing: it was deleted "
+            f"(`kvgate run --resume {run_dir}` regenerates its rows)"
+        )
+
+
+def _metadata(path: Path) -> dict[bytes, bytes] | None:
+    try:
+        return pq.read_schema(path).metadata
+    except (OSError, pa.ArrowException) as exc:
+        raise BadInput(f"result part {path} is corrupt ({str(exc).splitlines()[0]})") from None

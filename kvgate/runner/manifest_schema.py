@@ -1,0 +1,84 @@
+"""The manifest's JSON Schema: checked when the manifest is written and whenever it is read.
+
+Bounds are the matrix's documented maxima; the policy text is checked by the policy parser itself, and
+fields a later kvgate adds are allowed (identity fields are covered by the run id).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+
+from kvgate.errors import BadInput
+from kvgate.names import NAME_PATTERN
+from kvgate.treatments.matrix import MAX_BATCH_SIZE, MAX_CONFIRM_RERUNS
+
+HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+NAME = {"type": "string", "pattern": NAME_PATTERN}
+ARM = {
+    "type": "object",
+    "required": ["spec", "fingerprint", "faults", "batch_size"],
+    "properties": {
+        "spec": {"type": "object", "required": ["kind", "name"]},
+        "fingerprint": {"type": "string"},
+        "faults": {"type": "object"},
+        "batch_size": {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
+    },
+}
+REQUIRED = (
+    "run_id", "workload_sha256", "model", "engine", "engine_options", "arms", "policy_sha256",
+    "case_ids", "matrix", "workload_path", "n_cases", "limit", "policy_text",
+)  # fmt: skip
+MANIFEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": list(REQUIRED),
+    "properties": {
+        "run_id": {"type": "string", "pattern": "^[0-9a-f]{12}$"},
+        "workload_sha256": HEX64,
+        "model": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+        "engine": {
+            "type": "object",
+            "required": ["engine"],
+            "properties": {"engine": {"type": "string", "minLength": 1}},
+        },
+        "engine_options": {"type": "object"},
+        "arms": {"type": "object", "minProperties": 2, "propertyNames": NAME, "additionalProperties": ARM},
+        "policy_sha256": HEX64,
+        "case_ids": HEX64,
+        "matrix": {
+            "type": "object",
+            "required": ["control", "candidates", "aa_replicate", "confirm_reruns", "seed"],
+            "properties": {
+                "control": NAME,
+                "candidates": {"type": "array", "minItems": 1, "uniqueItems": True, "items": NAME},
+                "aa_replicate": {"type": "boolean"},
+                "confirm_reruns": {"type": "integer", "minimum": 0, "maximum": MAX_CONFIRM_RERUNS},
+                "seed": {"type": "integer"},
+            },
+        },
+        "workload_path": {"type": "string", "minLength": 1},
+        "n_cases": {"type": "integer", "minimum": 1},
+        "limit": {"type": ["integer", "null"], "minimum": 1},
+        "policy_text": {"type": "string"},
+        "policy_unsafe_reason": {"type": ["string", "null"]},
+        "matrix_name": {"type": "string"},
+        "matrix_text": {"type": "string"},
+        "created_at": {"type": "string"},
+        "tokenizer": {"type": ["string", "null"]},
+        "kvgate_version": {"type": "string"},
+        "git_commit": {"type": ["string", "null"]},
+        "host": {"type": "object"},
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(MANIFEST_SCHEMA)
+
+
+def check_manifest_shape(manifest: Any, where: str) -> None:
+    """A one-line BadInput naming the first field of `manifest` that does not fit the schema."""
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(manifest))
+    if error is None:
+        return
+    field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+    message = error.message if len(error.message) <= 120 else error.message[:117] + "…"
+    raise BadInput(f"{where} is malformed at {field}: {message}")

@@ -1,0 +1,101 @@
+"""What binds result parts to their run: each part's metadata names its run and arm, and an index lists
+every live part with its sha256 and row count.
+
+    runs/<run_id>/results/index.json
+        {"run_id": …, "parts": {"<arm>/part-NNNNN.parquet": {"sha256": …, "rows": …}, …}}
+
+The index is rewritten atomically after every part is stored and after every merge (the merged part is
+listed, the parts it covers dropped, before those are deleted). A part copied from another run or arm,
+edited, added or removed after it was stored therefore shows: its binding or its checksum differs, or
+the index and the folder disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from kvgate.errors import BadInput
+from kvgate.workload.schema import atomic_write
+
+PART_KEY = b"kvgate.part"
+"""Parquet metadata key of a part's binding: {"run_id", "arm"}."""
+INDEX = "index.json"
+MANIFEST = "manifest.json"
+
+
+def binding(run_id: str | None, arm: str) -> dict[bytes, bytes]:
+    """The Parquet metadata that binds a part to `run_id` and `arm`."""
+    return {PART_KEY: json.dumps({"run_id": run_id, "arm": arm}, sort_keys=True).encode()}
+
+
+def read_binding(metadata: dict[bytes, bytes] | None) -> dict[str, Any] | None:
+    """The binding stored in a part's metadata, or None when it has none (or an unreadable one)."""
+    raw = (metadata or {}).get(PART_KEY)
+    try:
+        value = json.loads(raw) if raw is not None else None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def stored_run_id(run_dir: Path) -> str | None:
+    """The run id the run's manifest declares (None without a readable manifest: a bare store)."""
+    try:
+        value = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def index_path(results: Path) -> Path:
+    return results / INDEX
+
+
+def key_of(results: Path, part: Path) -> str:
+    """The index key of `part`: its path relative to the results folder, "/"-separated."""
+    return part.relative_to(results).as_posix()
+
+
+def read_index(results: Path) -> dict[str, dict[str, Any]]:
+    """The index's parts (empty when there is no index yet); a malformed index is a BadInput."""
+    path = index_path(results)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"result index {path} is unreadable: {exc}") from None
+    parts = data.get("parts") if isinstance(data, dict) else None
+    if not isinstance(parts, dict) or not all(_entry_ok(e) for e in parts.values()):
+        raise BadInput(f"result index {path} is malformed")
+    return parts
+
+
+def _entry_ok(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("sha256"), str)
+        and isinstance(entry.get("rows"), int)
+        and not isinstance(entry.get("rows"), bool)
+    )
+
+
+def write_index(results: Path, run_id: str | None, parts: dict[str, dict[str, Any]]) -> None:
+    """Replace the index atomically."""
+    text = json.dumps({"run_id": run_id, "parts": dict(sorted(parts.items()))}, indent=1) + "\n"
+    atomic_write(index_path(results), lambda f: f.write(text.encode()))
+
+
+def entry(path: Path, rows: int) -> dict[str, Any]:
+    return {"sha256": file_sha256(path), "rows": rows}
