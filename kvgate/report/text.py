@@ -292,6 +292,10 @@ def ratio_text(value: float | None) -> str:
 def seconds(value: float | None) -> str:
     if value is None:
         return "—"
+    if value < 1e-3:
+        return f"{1e6 * value:.0f} µs"
+    if value < 0.1:
+        return f"{1000 * value:.1f} ms"
     return f"{1000 * value:.0f} ms" if value < 10 else f"{value:.1f} s"
 
 

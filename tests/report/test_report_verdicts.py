@@ -1,0 +1,153 @@
+"""What a release review reads first: one verdict per arm in every format, failing examples and gains
+from the stored rows, inconclusive arms explained, a terminal table that fits its width, and Markdown
+that stays within a GitHub comment."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from report_fixed_run import CONTROL_FAILS, FAILS, SPEED, case_id, ctx, depth, task
+from rich.console import Console
+
+from kvgate.cli import cli
+from kvgate.gate.decision import EXIT_CODES, combine
+from kvgate.report.markdown import LIMIT
+from kvgate.report.renderers import render
+from kvgate.report.terminal import render_terminal
+
+
+@pytest.fixture(scope="module")
+def report(fixed_run: Path) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, ["report", str(fixed_run), "--format", "json"])
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def terminal(report: dict[str, Any], width: int) -> str:
+    buf = io.StringIO()
+    render_terminal(report, Console(file=buf, width=width, color_system=None, legacy_windows=False))
+    return buf.getvalue()
+
+
+def test_each_arm_has_its_exit_code_beside_the_overall_one(report: dict[str, Any]) -> None:
+    assert [a["exit_code"] for a in report["arms"]] == [1, 3, 3, 3, 4]
+    assert all(a["exit_code"] == EXIT_CODES[a["decision"]] for a in report["arms"])
+    assert report["exit_code"] == EXIT_CODES[combine(a["decision"] for a in report["arms"])] == 1
+
+
+def test_every_format_opens_with_one_verdict_line_per_arm(report: dict[str, Any]) -> None:
+    arms = report["arms"]
+    lines = terminal(report, 160).splitlines()
+    head = lines[1 : lines.index("gate: FAIL (exit 1)")]  # the verdicts, before any other detail
+    assert [line.split()[:4] for line in head if not line.startswith(" ")] == [
+        [a["arm"], a["decision"].upper(), "(exit", f"{a['exit_code']})"] for a in arms
+    ]
+    assert "CFR 5/46 = 10.9% (upper 19.2%, τ 10.0%) · slice critical failed" in head[0]
+    md = render(report, "md")
+    first_table = md[: md.index("- run ")]
+    for a in arms:
+        assert f"| `{a['arm']}` |" in first_table and f"(exit {a['exit_code']})" in first_table
+    html = render(report, "html")
+    verdicts = html[html.index('class="verdicts"') : html.index('class="cards"')]
+    assert html.index('class="verdicts"') < html.index("<section")
+    assert all(f"exit {a['exit_code']}" in verdicts and a["arm"] in verdicts for a in arms)
+    root = ET.fromstring(render(report, "junit"))
+    for suite, a in zip(root.findall("testsuite"), arms, strict=True):
+        first = suite.find("testcase")
+        assert first is not None and first.get("name") == "(arm decision)"
+        message = "".join(first.itertext()).strip()
+        assert message.startswith(f"{a['arm']}: {a['decision'].upper()} (exit {a['exit_code']}) · CFR")
+
+
+def test_failing_examples_are_the_cache_induced_failures(report: dict[str, Any]) -> None:
+    snapkv = report["arms"][0]
+    expected = sorted(FAILS["snapkv-50"] - CONTROL_FAILS)
+    assert [f["case_id"] for f in snapkv["failures"]] == [case_id(i) for i in expected]
+    for f, i in zip(snapkv["failures"], expected, strict=True):
+        assert f == {
+            "case_id": case_id(i),
+            "labels": {"task": task(i), "ctx_bucket": ctx(i), "depth_bucket": depth(i)},
+            "expected": f"answer {i}",
+            "control_output": f"answer {i}",
+            "candidate_output": f"answer {i + 100}",
+            "detail": f"missing 'answer {i}'",
+            "fail_kind": "mismatch",
+            "first_divergence": i % 5,
+        }
+    assert report["arms"][3]["failures"] == []  # offload fails only where the control fails too
+    table = terminal(report, 100)
+    assert "5 cache-induced failures (first 3; all in --format json)" in table
+    section = table[table.index("snapkv-50 (eviction)") : table.index("fp8-e4m3 (quantize)")]
+    assert "missing 'answer 2'" in section and "missing 'answer 3'" not in section
+
+
+def test_gains_against_the_control_in_the_same_run(report: dict[str, Any]) -> None:
+    for arm in report["arms"]:
+        g = arm["gains"]
+        keep = 0.5 if "snapkv" in arm["arm"] else 1.0
+        assert g["kv_kept"] == pytest.approx(keep) and g["kv_kept_median"] == pytest.approx(keep)
+        for timing in ("ttft_s", "latency_s"):
+            assert g[timing]["ratio"]["median"] == pytest.approx(SPEED[arm["arm"]])
+            assert g[timing]["ratio"]["p95"] == pytest.approx(SPEED[arm["arm"]])
+    assert report["arms"][4]["gains"]["n_pairs"] == 47  # the engine error leaves its pair out
+    ttft = report["arms"][0]["gains"]["ttft_s"]["control"]
+    assert ttft["median"] == pytest.approx(0.044) and ttft["p95"] == pytest.approx(0.049)
+    assert "KV entries kept 50.0% of the control's" in render(report, "md")
+
+
+def test_an_inconclusive_arm_says_what_a_verdict_needs(report: dict[str, Any]) -> None:
+    table = terminal(report, 120)
+    assert "needs: all (3/46): a PASS needs ≈145 control passes at this CFR (has 46)" in table
+    assert "needs: critical (0/6): a PASS needs ≈22 control passes at this CFR (has 6)" in table
+    assert "critical (6/6): CFR 100.0% ≥ τ" not in table
+    md = render(report, "md")
+    assert "- needs: all (3/46): a PASS needs ≈145 control passes" in md
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+def test_the_terminal_report_fits_its_width(report: dict[str, Any], width: int) -> None:
+    out = terminal(report, width)
+    assert max(len(line) for line in out.splitlines()) <= width
+    lines = out.splitlines()
+    for arm in report["arms"]:
+        start = lines.index(next(line for line in lines if line.startswith(f"{arm['arm']} (")))
+        rows = lines[start : start + 4 + len(arm["slices"])]
+        for s in arm["slices"]:
+            row = next(line for line in rows if line.split() and line.split()[0] == s["slice"])
+            assert row.rstrip().endswith(s["decision"].upper()), row
+    dropped = "not shown at this width" in out
+    assert dropped == (width < 120)
+
+
+def wide_report(report: dict[str, Any], arms: int = 10, slices: int = 60) -> dict[str, Any]:
+    """`arms` arms of `slices` slices each, with long slice names and every arm failing five cases."""
+    base = report["arms"][0]
+    wide = copy.deepcopy(report)
+    wide["arms"] = []
+    for a in range(arms):
+        arm = copy.deepcopy(base)
+        arm["arm"] = f"snapkv-window-64-keep-{a * 10}pct"
+        arm["slices"] = [copy.deepcopy(base["slices"][0])] + [
+            copy.deepcopy(base["slices"][1 + j % (len(base["slices"]) - 1)]) | {
+                "slice": f"task=variable_tracking/ctx_bucket={j}k"
+            }
+            for j in range(slices - 1)
+        ]  # fmt: skip
+        wide["arms"].append(arm)
+    return wide
+
+
+def test_markdown_folds_slices_and_fits_a_github_comment(report: dict[str, Any]) -> None:
+    md = render(report, "md")
+    assert md.count("<details>") == len(report["arms"]) and "| `critical` ★⚑ |" in md
+    wide = render(wide_report(report), "md")
+    assert len(wide) < LIMIT, len(wide)
+    assert wide.count("FAIL (exit 1)") >= 10 and "<details>" in wide
+    assert wide.count("missing 'answer 0'") == 10  # every arm still shows a failing example
