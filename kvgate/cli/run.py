@@ -139,16 +139,17 @@ def _run(
         limit=limit,
         engine_options=parse_engine_options(engine_options) if engine_options else None,
     )
+    from kvgate.sequential_run import execute_sequential
 
     try:
         if quiet or as_json:
             with stdout_to_stderr():
-                run_dir = run_job(opts)
+                run_dir = run_job(opts, sequential=execute_sequential)
         else:
             from kvgate.cli.progress import progress_for_stderr
 
             with progress_for_stderr() as progress:
-                run_dir = run_job(opts, progress)
+                run_dir = run_job(opts, progress, sequential=execute_sequential)
     except KeyboardInterrupt:
         click.echo(
             "kvgate: interrupted; the rows stored so far are kept: continue with --resume RUN_DIR", err=True

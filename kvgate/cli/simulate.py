@@ -4,7 +4,7 @@ workload's slice structure (or on one slice of n cases)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,10 @@ MAX_CELLS = 2 * 10**9
     "--aa-rate", type=float, default=0.0, show_default=True,
     help="Each control pass's chance that the A/A replicate fails it (0: no replicate).",
 )  # fmt: skip
+@click.option(
+    "--sequential", is_flag=True,
+    help="Compare the fixed-n gate and the sequential one (the policy's look_every, spending_power).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def simulate(
     policy: Path | None,
@@ -53,6 +57,7 @@ def simulate(
     defects: str,
     control_pass_rate: float,
     aa_rate: float,
+    sequential: bool,
     as_json: bool,
 ) -> None:
     """Simulate the gate: how often an arm passes or fails at CFR = τ, fails at τ/2, and fails at 2τ."""
@@ -85,7 +90,14 @@ def simulate(
         if runs * s.n_cases > MAX_CELLS:
             raise BadInput(f"--runs × cases must be ≤ {MAX_CELLS:.0e}; got {runs} × {s.n_cases}")
     scenario = Scenario(defects, control_pass_rate, aa_rate)
-    results = [(label, s, operating(s, gate, runs, seed, scenario)) for label, s in structures]
+    rules = [("fixed-n", replace(gate, sequential=False)), ("sequential", replace(gate, sequential=True))]
+    if not sequential:
+        rules = [("sequential" if gate.sequential else "fixed-n", gate)]
+    results = [
+        (label, rule, s, operating(s, policy, runs, seed, scenario))
+        for label, s in structures
+        for rule, policy in rules
+    ]
     if as_json:
         click.echo(json.dumps(_json(gate, runs, seed, scenario, results), indent=2, sort_keys=True))
         return
@@ -94,15 +106,18 @@ def simulate(
 
 def _json(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -> dict[str, Any]:
     points = []
-    for label, s, r in results:
+    for label, rule, s, r in results:
         points.append({
             "structure": label,
+            "rule": rule,
             "cases": s.n_cases,
             "slices": len(s.names),
             "gated": int(s.family.gated.sum()),
             "at_tau": asdict(r.at_tau),
             "at_half_tau": asdict(r.at_half_tau),
             "at_2tau": asdict(r.at_2tau),
+            "at_zero": asdict(r.at_zero),
+            "at_4tau": asdict(r.at_4tau),
             **{
                 name: {"rate": value, "mc_se": r.standard_error(value)}
                 for name, value in (
@@ -114,7 +129,8 @@ def _json(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) ->
     return {
         "policy": {"tau": gate.tau, "confidence": gate.confidence, "rule": gate.rule,
                    "min_control_passes": gate.min_control_passes, "signal_alpha": gate.signal_alpha,
-                   "sha256": gate.sha256},
+                   "sequential": gate.sequential, "look_every": gate.look_every,
+                   "spending_power": gate.spending_power, "sha256": gate.sha256},
         "runs": runs,
         "seed": seed,
         "scenario": asdict(scenario),
@@ -130,20 +146,25 @@ def _table(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -
     console = Console(width=120)
     console.print(
         f"gate τ={gate.tau:g} rule={gate.rule} confidence={gate.confidence:g} "
-        f"min_control_passes={gate.min_control_passes} signal_alpha={gate.signal_alpha:g} · "
+        f"min_control_passes={gate.min_control_passes} signal_alpha={gate.signal_alpha:g} "
+        f"look_every={gate.look_every} spending_power={gate.spending_power:g} · "
         f"{runs} simulated runs per point, seed {seed}, {scenario.defects} defects, "
         f"control pass rate {scenario.control_pass_rate:g}, A/A rate {scenario.aa_rate:g}"
     )
     table = Table(box=box.SIMPLE_HEAD)
-    for header in ("structure", "cases", "slices (gated)", "false accept @τ", "false fail @τ",
-                   "false fail @τ/2", "power @2τ"):  # fmt: skip
+    for header in ("structure", "rule", "cases", "slices (gated)", "false accept @τ", "false fail @τ",
+                   "false fail @τ/2", "power @2τ", "cases run @0/τ/2τ/4τ"):  # fmt: skip
         table.add_column(header, justify="right")
-    for label, s, r in results:
+    for label, rule, s, r in results:
         cells = [f"{v:.2%} ± {r.standard_error(v):.2%}" for v in (r.false_accept, r.false_fail,
                  r.false_fail_half, r.power)]  # fmt: skip
-        table.add_row(label, str(s.n_cases), f"{len(s.names)} ({int(s.family.gated.sum())})", *cells)
+        run = "/".join(f"{p.generated:.0f}" for p in (r.at_zero, r.at_tau, r.at_2tau, r.at_4tau))
+        table.add_row(
+            label, rule, str(s.n_cases), f"{len(s.names)} ({int(s.family.gated.sum())})", *cells, run
+        )
     console.print(table)
     console.print(
         f"arm-level shares of simulated runs; the policy promises false accept and false fail at CFR = τ "
-        f"≤ α = {gate.alpha:.3g} · power: runs that fail an arm at 2τ · ± one Monte Carlo standard error"
+        f"≤ α = {gate.alpha:.3g} · power: runs that fail an arm at 2τ · ± one Monte Carlo standard error · "
+        "cases run: mean cases an arm generates before its verdict at CFR 0, τ, 2τ and 4τ"
     )

@@ -9,6 +9,9 @@
     aa_margin = 0.0            # a FAIL needs CFR − A/A CFR above this, and the difference significant
     cluster = "prefix_group"   # cases that share it are one cluster (or "none", or a slice column)
     allow_unwinnable = false   # let a critical slice too small to ever pass through the pre-run check
+    sequential = false         # look every `look_every` cases and stop an arm once its verdict is final
+    look_every = 100           # cases per look (gate.sequential)
+    spending_power = 2.0       # α spent by look j: α·(t_j^ρ − t_{j−1}^ρ), t = share of cases seen
     [slice_tau]
     "ctx_bucket=4k" = 0.10     # gated, with its own τ
 
@@ -36,6 +39,7 @@ SPECIAL_SLICES = ("all", "critical")
 SAFE_CONFIDENCE = 0.8
 """Below this confidence (or with rule "point") a policy is unsafe: `run` needs --policy-unsafe-reason."""
 NO_CLUSTER = "none"
+MAX_LOOK_EVERY = 10_000_000
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TERM = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[^/=]+$")
 
@@ -71,6 +75,9 @@ class Policy:
     aa_margin: float = 0.0
     cluster: str = "prefix_group"
     allow_unwinnable: bool = False
+    sequential: bool = False
+    look_every: int = 100
+    spending_power: float = 2.0
     text: str = ""
 
     def __post_init__(self) -> None:
@@ -85,12 +92,19 @@ class Policy:
         mcp = self.min_control_passes
         if not isinstance(mcp, int) or isinstance(mcp, bool) or mcp < 1:
             raise BadInput(f"policy min_control_passes must be an integer ≥ 1, got {mcp!r}")
-        for name, flag in (("holm", self.holm), ("allow_unwinnable", self.allow_unwinnable)):
+        for name in ("holm", "allow_unwinnable", "sequential"):
+            flag = getattr(self, name)
             if not isinstance(flag, bool):
                 raise BadInput(f"policy {name} must be true or false, got {flag!r}")
         for name, share in (("signal_alpha", self.signal_alpha), ("aa_margin", self.aa_margin)):
             if not _is_rate(share) or share == 1.0:
                 raise BadInput(f"policy {name} must be in [0, 1), got {share!r}")
+        every = self.look_every
+        if not isinstance(every, int) or isinstance(every, bool) or not 1 <= every <= MAX_LOOK_EVERY:
+            raise BadInput(f"policy look_every must be an integer in [1, {MAX_LOOK_EVERY}], got {every!r}")
+        rho = self.spending_power
+        if not isinstance(rho, int | float) or isinstance(rho, bool) or not 0.5 <= rho <= 10:
+            raise BadInput(f"policy spending_power must be in [0.5, 10], got {rho!r}")
         if not isinstance(self.cluster, str) or not _COLUMN.match(self.cluster):
             raise BadInput(f"policy cluster must be 'prefix_group', 'none' or a column, got {self.cluster!r}")
         for name in (*self.critical, *self.slice_tau):
@@ -130,7 +144,8 @@ def parse_policy(text: str, where: str) -> Policy:
     data = parse_toml(text, where)
     allowed = {
         "tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau",
-        "signal_alpha", "aa_margin", "cluster", "allow_unwinnable",
+        "signal_alpha", "aa_margin", "cluster", "allow_unwinnable", "sequential", "look_every",
+        "spending_power",
     }  # fmt: skip
     check_keys(data, allowed, where)
     critical = data.get("critical", [])
@@ -152,6 +167,9 @@ def parse_policy(text: str, where: str) -> Policy:
             aa_margin=data.get("aa_margin", 0.0),
             cluster=data.get("cluster", "prefix_group"),
             allow_unwinnable=data.get("allow_unwinnable", False),
+            sequential=data.get("sequential", False),
+            look_every=data.get("look_every", 100),
+            spending_power=data.get("spending_power", 2.0),
             text=text,
         )
     except BadInput as exc:

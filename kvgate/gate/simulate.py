@@ -7,12 +7,13 @@ cluster fails all of its cases), and whether the A/A replicate fails it (at `aa_
 one sparse product; `gate.procedure.decide_arm` — the code `kvgate report` runs — decides every run at
 once. The arm-level shares at p = τ (false accept: PASS; false fail: FAIL), p = τ/2 (false fail) and
 p = 2τ (power: FAIL) are the operating characteristics the policy declares, each with its Monte Carlo
-standard error √(r(1 − r)/runs).
+standard error √(r(1 − r)/runs). A sequential policy (gate.sequential) is decided look by look, and each
+point also reports the mean cases generated before the verdict (at p = 0 and 4τ as well).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
@@ -20,6 +21,7 @@ from scipy import sparse
 from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
 from kvgate.gate.policy import Policy
 from kvgate.gate.procedure import Family, SliceCounts, decide_arm
+from kvgate.gate.sequential import look_ends, spent_alpha, stratified_order
 
 DEFECTS = ("independent", "cluster")
 CHUNK = 2_000
@@ -96,6 +98,8 @@ class Rates:
     passes: float
     fails: float
     inconclusive: float
+    generated: float
+    """Mean cases the arm generated before its verdict (the workload's size for a fixed-n policy)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,8 @@ class Operating:
     at_2tau: Rates
     scenario: Scenario
     seed: int
+    at_zero: Rates
+    at_4tau: Rates
 
     @property
     def false_accept(self) -> float:
@@ -158,15 +164,43 @@ class _Counter:
         return np.rint(self.pair_slice @ present.astype(np.float32)).T.astype(np.int64)
 
 
+def gated_strata(structure: Structure) -> np.ndarray:
+    """Per case, a code for which gated slices other than `all` it belongs to (gate.sequential's strata)."""
+    gated = np.flatnonzero(structure.family.gated)
+    gated = gated[gated != structure.family.all_index]
+    if gated.size == 0:
+        return np.zeros(structure.n_cases, dtype=np.int64)
+    member = structure.membership[gated].toarray().T > 0
+    _, codes = np.unique(member, axis=0, return_inverse=True)
+    return np.asarray(codes, dtype=np.int64).ravel()
+
+
+def looks(structure: Structure, policy: Policy, seed: int = 0) -> list[tuple[np.ndarray, Policy, int]]:
+    """(cases seen, the policy at that look's level, how many) per look; one look for a fixed-n policy."""
+    n = structure.n_cases
+    if not policy.sequential:
+        return [(np.ones(n, dtype=bool), policy, n)]
+    order = stratified_order(gated_strata(structure), seed)
+    ends = look_ends(n, policy.look_every)
+    alphas = spent_alpha(policy.alpha, ends, policy.spending_power)
+    out = []
+    for end, a in zip(ends, alphas, strict=True):
+        seen = np.zeros(n, dtype=bool)
+        seen[order[:end]] = True
+        out.append((seen, replace(policy, confidence=1.0 - float(a)), int(end)))
+    return out
+
+
 def _draw(
     counter: _Counter, cfr: float, runs: int, rng: np.random.Generator, policy: Policy, scenario: Scenario
-) -> np.ndarray:
-    """Arm decision codes of `runs` simulated runs at true CFR `cfr`."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Arm decision codes of `runs` simulated runs at true CFR `cfr`, and the cases each generated."""
     s = counter.s
     n_cases = s.n_cases
     control_rate, aa_rate = scenario.control_pass_rate, scenario.aa_rate
     p = min(max(cfr, 0.0), 1.0)
-    codes = []
+    schedule = looks(s, policy)
+    codes, generated = [], []
     for start in range(0, runs, CHUNK):
         r = min(CHUNK, runs - start)
         control = rng.random((r, n_cases)) < control_rate if control_rate < 1 else np.ones((r, n_cases), bool)
@@ -175,24 +209,34 @@ def _draw(
             fails = hit[:, s.defect_groups] & control
         else:
             fails = (rng.random((r, n_cases)) < p) & control
-        n = counter.slices(control)
-        k = counter.slices(fails)
-        g = counter.clusters(control)
-        aa_fail = aa_pass = None
-        if aa_rate > 0:
-            aa_fail = counter.slices((rng.random((r, n_cases)) < aa_rate) & control)
-            aa_pass = n
-        v = decide_arm(SliceCounts(k, n, g, aa_fail, aa_pass), s.family, policy)
-        codes.append(v.arm)
-    return np.concatenate(codes)
+        replicate_fails = (rng.random((r, n_cases)) < aa_rate) & control if aa_rate > 0 else None
+        final = np.full(r, -1, dtype=np.int64)
+        stop = np.full(r, n_cases, dtype=np.int64)
+        for j, (seen, level, n_seen) in enumerate(schedule):
+            live = np.flatnonzero(final < 0)  # runs still open: only they are counted and decided
+            ctl = control[live] & seen
+            n, k, g = counter.slices(ctl), counter.slices(fails[live] & seen), counter.clusters(ctl)
+            aa_fail = None if replicate_fails is None else counter.slices(replicate_fails[live] & seen)
+            arm = decide_arm(
+                SliceCounts(k, n, g, aa_fail, None if aa_fail is None else n), s.family, level
+            ).arm
+            last = j == len(schedule) - 1
+            now = (arm == PASS) | (arm == FAIL) | last
+            final[live[now]], stop[live[now]] = arm[now], n_seen
+            if (final >= 0).all():
+                break
+        codes.append(final)
+        generated.append(stop)
+    return np.concatenate(codes), np.concatenate(generated)
 
 
-def _rates(cfr: float, codes: np.ndarray) -> Rates:
+def _rates(cfr: float, codes: np.ndarray, generated: np.ndarray) -> Rates:
     return Rates(
         cfr=cfr,
         passes=float(np.mean(codes == PASS)),
         fails=float(np.mean(codes == FAIL)),
         inconclusive=float(np.mean(codes == INCONCLUSIVE)),
+        generated=float(np.mean(generated)),
     )
 
 
@@ -210,5 +254,8 @@ def operating(
     counter = _Counter(structure)
     rng = np.random.default_rng(seed)
     tau = policy.tau
-    points = [_rates(c, _draw(counter, c, runs, rng, policy, scenario)) for c in (tau, tau / 2, 2 * tau)]
-    return Operating(runs, points[0], points[1], points[2], scenario, seed)
+    points = [
+        _rates(c, *_draw(counter, c, runs, rng, policy, scenario))
+        for c in (0.0, tau, tau / 2, 2 * tau, 4 * tau)
+    ]
+    return Operating(runs, points[1], points[2], points[3], scenario, seed, points[0], points[4])

@@ -49,6 +49,8 @@ class RunContext:
     broken: set[str]
     clusters: np.ndarray
     """Per case, its cluster code (report.slices.cluster_ids)."""
+    selected: np.ndarray | None = None
+    """Per case, whether the arm's verdict rests on it (a sequential look's cases); None: every case."""
     cases: CaseTable | None = None
     """The run's cases: failing examples and gains are reported only when given."""
     _evidence: dict[str, Evidence] = field(default_factory=dict, compare=False, repr=False)
@@ -113,10 +115,11 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
     spec = ctx.manifest["arms"][name]["spec"]
     cand = ctx.rows.arm_rows(name)
     control = ctx.control
-    both = control.present & cand.present
+    selected = np.ones(control.present.shape, dtype=bool) if ctx.selected is None else ctx.selected
+    both = control.present & cand.present & selected
     usable = both & ~control.error & ~cand.error
     errors = int(np.count_nonzero(both & (control.error | cand.error)))
-    missing = int(np.count_nonzero(~both))
+    missing = int(np.count_nonzero(selected & ~both))
     outcomes = pair_outcomes(control.passed, cand.passed, usable)
     signals = _signals(ctx, name, outcomes)
     lossless = is_lossless(spec)

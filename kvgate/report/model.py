@@ -26,6 +26,7 @@ from kvgate.report.context import context_group
 from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
 from kvgate.report.numbers import ratio
 from kvgate.report.run_data import RunRows, read_cases
+from kvgate.report.sequential import schedule, sequential_arm_report
 from kvgate.report.slices import cluster_ids, slice_groups
 from kvgate.runner.manifest import read_manifest
 
@@ -93,6 +94,17 @@ def build_report(
     from kvgate.runner.integrity import verify_run
 
     verify_run(run_dir, manifest)
+    return report_of(run_dir, manifest, policy_text, policy_changed_reason, policy_unsafe_reason)
+
+
+def report_of(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    policy_text: str | None = None,
+    policy_changed_reason: str | None = None,
+    policy_unsafe_reason: str | None = None,
+) -> dict[str, Any]:
+    """The report from a manifest already read (and the run verified, or written by this process)."""
     policy, changed, unsafe_reason = resolve_policy(
         manifest, policy_text, policy_changed_reason, policy_unsafe_reason
     )
@@ -121,7 +133,12 @@ def build_report(
         clusters=clusters,
         cases=cases,
     )
-    arms = [arm_report(name, ctx) for name in manifest["matrix"]["candidates"]]
+    candidates = manifest["matrix"]["candidates"]
+    if policy.sequential:
+        looks = schedule(groups, policy, cases.n, manifest["run_id"])
+        arms = [sequential_arm_report(name, ctx, looks) for name in candidates]
+    else:
+        arms = [arm_report(name, ctx) for name in candidates]
     overall = combine(a["decision"] for a in arms)
     n_control = int(control.present.sum())
     passes = int((control.usable & control.passed).sum())

@@ -139,10 +139,21 @@ def family_line(arm: dict[str, Any]) -> str:
     return line
 
 
+def sequential_line(arm: dict[str, Any]) -> str:
+    """Where a sequential arm stopped, and why."""
+    q = arm["sequential"]
+    return (
+        f"sequential: stopped at {q['cases']} of {q['of_cases']} cases after look {q['look']} of "
+        f"{q['looks']}: {q['why']}"
+    )
+
+
 def arm_details(arm: dict[str, Any]) -> list[str]:
     """Short lines under an arm's table: the gated family, errors, re-runs, confidence, divergence,
     attribution."""
     lines = [family_line(arm)]
+    if arm.get("sequential"):
+        lines.append(sequential_line(arm))
     if arm["engine_errors"] or arm["missing_pairs"]:
         lines.append(
             f"{arm['engine_errors']} engine errors and {arm['missing_pairs']} missing pairs "

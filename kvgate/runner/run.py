@@ -30,6 +30,7 @@ from kvgate.runner.passes import (
 from kvgate.runner.rows import result_row
 from kvgate.runner.store import RowKey, compact, read_results, stored_keys, write_part
 from kvgate.treatments.matrix import Matrix
+from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
 from kvgate.workload.schema import Workload
 
@@ -110,17 +111,24 @@ def execute(ctx: RunContext) -> None:
     """Generate every missing row of the run: first passes, then confirm-reruns."""
     ctx.done = stored_keys(ctx.run_dir)
     for arm_run in first_passes(ctx.matrix, ctx.cases):
-        _run_pass(ctx, arm_run)
+        run_pass(ctx, arm_run)
+    run_reruns(ctx, ctx.matrix.candidates)
+
+
+def run_reruns(ctx: RunContext, candidates: Sequence[Treatment]) -> None:
+    """The confirm-reruns of each candidate's candidate-only failures among the rows stored."""
     control = ctx.matrix.control.name
     for attempt in range(1, ctx.matrix.confirm_reruns + 1):
-        for candidate in ctx.matrix.candidates:
+        for candidate in candidates:
             failures = candidate_only_failures(ctx.run_dir, control, candidate.name)
             rerun = rerun_pass(candidate, attempt, ctx.cases, failures)
             if rerun is not None:
-                _run_pass(ctx, rerun)
+                run_pass(ctx, rerun)
 
 
-def _run_pass(ctx: RunContext, arm_run: ArmRun) -> None:
+def run_pass(ctx: RunContext, arm_run: ArmRun) -> None:
+    """Generate the rows of one pass that are not stored yet, then merge the arm's parts."""
+
     def key(case: Case) -> RowKey:
         return (arm_run.arm, arm_run.replicate, case.case_id, arm_run.attempt)
 
