@@ -35,15 +35,19 @@ def suites() -> None:
 
 @click.command()
 def treatments() -> None:
-    """List the shipped treatments and matrices."""
+    """List the treatment kinds with their methods, parameters and defaults; the catalog; the matrices."""
+    from kvgate.cli.treatment_kinds import kind_rows, relevant
     from kvgate.treatments.matrix import catalog_tables, parse_treatment, resolve_matrix, shipped_matrices
 
+    _table("treatment kinds", ["kind", "method", "parameters (defaults)", "what it does"], kind_rows())
     tables = catalog_tables()
     rows = []
     for name in tables:
         t = parse_treatment(name, tables, "catalog")
         detail = ", ".join(
-            f"{k}={v}" for k, v in t.to_dict().items() if k not in ("kind", "name", "engine_args", "of")
+            f"{k}={v}"
+            for k, v in relevant(t.to_dict()).items()
+            if k not in ("kind", "name", "engine_args", "of")
         )
         if t.kind == "composite":
             detail = " + ".join(p.name for p in t.parts())

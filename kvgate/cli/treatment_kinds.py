@@ -1,0 +1,81 @@
+"""What each treatment kind offers, for `kvgate treatments`: its methods or modes, and every parameter
+with its default, read from the spec dataclasses (`treatments.spec`) without importing any engine."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+from typing import Any
+
+from kvgate.treatments.spec import FP8_DTYPES, SCALES, TREATMENT_TYPES
+
+EVICTION_METHODS: dict[str, tuple[tuple[str, ...], str]] = {
+    "streaming": (
+        ("sink_tokens",),
+        "StreamingLLM: attention sinks and the most recent entries (Xiao et al. 2023)",
+    ),
+    "snapkv": (
+        ("window",),
+        "SnapKV: what the last `window` prompt queries attend to, pooled (Li et al. 2024)",
+    ),
+    "h2o": (
+        ("window",),
+        "H2O: heavy hitters by accumulated attention plus `window` recent (Zhang et al. 2023)",
+    ),
+    "knorm": ((), "Knorm: the keys with the smallest L2 norm (Devoto et al. 2024)"),
+    "tova": ((), "TOVA: what the last query attends to most (Oren et al. 2024)"),
+    "random": (("seed",), "random entries: the baseline every scoring method must beat"),
+}
+"""Per eviction method: the spec fields it reads besides those every method reads, and what it keeps."""
+COMMON_EVICTION = ("ratio", "scope", "during_decoding")
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("eviction", "scope"): ("prompt", "context"),
+    ("quantize", "dtype"): FP8_DTYPES,
+    ("quantize", "scale"): SCALES,
+    ("offload", "tier"): ("host", "disk"),
+    ("reuse", "mode"): ("prefix", "span"),
+}
+
+
+def defaults(kind: str) -> dict[str, Any]:
+    """Each parameter of `kind` (engine_args and name aside) and its default."""
+    out = {}
+    for f in fields(TREATMENT_TYPES[kind]):
+        if f.name in ("name", "engine_args"):
+            continue
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _param(kind: str, name: str, value: Any) -> str:
+    if (kind, name) == ("composite", "of"):
+        return "of = [two or more treatment names, each kind once]"
+    shown = str(value).lower() if isinstance(value, bool) else value
+    choices = CHOICES.get((kind, name))
+    return f"{name}={shown}" + (f" ({' | '.join(choices)})" if choices else "")
+
+
+def relevant(settings: dict[str, Any]) -> dict[str, Any]:
+    """An eviction treatment's settings that its method reads (all settings for other kinds)."""
+    if settings.get("kind") != "eviction" or settings.get("method") not in EVICTION_METHODS:
+        return settings
+    keep = {"method", *COMMON_EVICTION, *EVICTION_METHODS[settings["method"]][0]}
+    return {k: v for k, v in settings.items() if k in keep}
+
+
+def kind_rows() -> list[list[str]]:
+    """[kind, method or mode, parameters with defaults, what it does] for every kind and method."""
+    rows = []
+    for kind, spec in TREATMENT_TYPES.items():
+        params = defaults(kind)
+        doc = (spec.__doc__ or "").strip().splitlines()[0]
+        if kind == "eviction":
+            for method, (extra, what) in EVICTION_METHODS.items():
+                names = (*COMMON_EVICTION, *extra)
+                rows.append([kind, method, ", ".join(_param(kind, n, params[n]) for n in names), what])
+            continue
+        shown = ", ".join(_param(kind, n, v) for n, v in params.items()) or "—"
+        rows.append([kind, "—", shown, doc])
+    return rows

@@ -1,0 +1,54 @@
+"""`kvgate treatments` lists what each treatment kind offers: methods, parameters and their defaults."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from click.testing import CliRunner
+
+from kvgate.cli import cli
+from kvgate.cli.treatment_kinds import EVICTION_METHODS, defaults, kind_rows, relevant
+from kvgate.treatments.spec import EVICTION_METHOD_NAMES, TREATMENT_TYPES, Eviction
+
+
+def test_every_eviction_method_and_kind_is_listed_with_real_parameters() -> None:
+    assert tuple(EVICTION_METHODS) == EVICTION_METHOD_NAMES
+    spec_fields = {f.name for f in fields(Eviction)}
+    assert all(set(extra) <= spec_fields for extra, _ in EVICTION_METHODS.values())
+    rows = kind_rows()
+    assert {r[0] for r in rows} == set(TREATMENT_TYPES)
+    assert [r[1] for r in rows if r[0] == "eviction"] == list(EVICTION_METHOD_NAMES)
+    assert defaults("eviction")["window"] == Eviction("x").window == 32
+
+
+def test_the_command_shows_methods_parameters_and_defaults() -> None:
+    result = CliRunner().invoke(cli, ["treatments"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    h2o = next(line for line in lines if "│ h2o " in line)
+    assert "window=32" in h2o and "ratio=0.5" in h2o and "scope=prompt (prompt | context)" in h2o
+    tova = next(line for line in lines if "│ tova " in line)
+    assert "window" not in tova and "TOVA" in tova
+    assert "dtype=fp8_e4m3 (fp8_e4m3 | fp8_e5m2)" in result.output
+    streaming = next(line for line in lines if line.startswith("│ streaming-50 "))
+    assert "sink_tokens=4" in streaming and "window" not in streaming  # only what the method reads
+
+
+def test_relevant_keeps_other_kinds_whole() -> None:
+    assert relevant({"kind": "quantize", "dtype": "fp8_e4m3"}) == {"kind": "quantize", "dtype": "fp8_e4m3"}
+
+
+def test_the_listed_parameters_are_what_the_hf_methods_read() -> None:
+    """Each method's factory (engines/hf/eviction/methods.py, read as text: no torch) reads exactly the
+    fields listed for it, ratio aside."""
+    import re
+    from pathlib import Path
+
+    import kvgate
+
+    source = (Path(kvgate.__file__).parent / "engines/hf/eviction/methods.py").read_text(encoding="utf-8")
+    factories = dict(re.findall(r'"(\w+)": lambda t: (\w+\([^)]*\))', source))
+    assert set(factories) == set(EVICTION_METHODS)
+    for method, call in factories.items():
+        read = set(re.findall(r"t\.(\w+)", call)) - {"ratio"}
+        assert read == set(EVICTION_METHODS[method][0]), method
