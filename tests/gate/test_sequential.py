@@ -138,3 +138,24 @@ def test_kill_and_resume_stops_at_the_same_looks(workloads: Workloads, tmp_path:
     assert resumed.exit_code == 1, resumed.output
     assert _report(killed_dir) == _report(whole_dir)
     assert _rows(killed_dir) == _rows(whole_dir)
+
+
+def test_cli_simulate_sequential_compares_both_gates(workloads: Workloads, tmp_path: Path) -> None:
+    policy = tmp_path / "p.toml"
+    policy.write_text("look_every = 50\n")
+    args = [
+        "simulate",
+        "--policy",
+        str(policy),
+        "-w",
+        str(workloads["ruler"]),
+        "--runs",
+        "2000",
+        "--sequential",
+    ]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    fixed, seq = json.loads(result.output)["points"]
+    assert (fixed["rule"], seq["rule"]) == ("fixed-n", "sequential")
+    assert fixed["at_zero"]["generated"] == 150 and seq["at_zero"]["generated"] < 150
+    assert seq["false_fail"]["rate"] <= 0.05 + 3 * seq["false_fail"]["mc_se"] + 0.01
