@@ -59,8 +59,17 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KvgateError as exc:
-            click.echo(f"kvgate: error: {exc}", err=True)
+            message = str(exc).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever it quotes
+            click.echo(f"kvgate: error: {message}", err=True)
             ctx.exit(exc.exit_code)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """No argument may hold a NUL byte (no path or name can): one line, exit 2."""
+        bad = next((a for a in args if "\x00" in a), None)
+        if bad is not None:
+            click.echo(f"kvgate: error: argument {bad[:60]!r} holds a NUL byte", err=True)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         name = args[0] if args else ""

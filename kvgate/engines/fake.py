@@ -10,7 +10,7 @@ of cases, so the same fault at the same seed hits the same cases in every arm:
   longest prefix (a reused entry that should not have matched);
 - error_rate: the engine fails on the case;
 - salt_leak: sessions share one prefix store across namespaces, so cache hits show where none may;
-- latency_s: added to every case;
+- latency_s: added to every case (at most MAX_LATENCY_S, 60 s);
 - crash_after: the session raises after generating this many cases (a crashed engine, not a per-case
   error; a resumed run gets that many more cases done per session).
 
@@ -35,6 +35,7 @@ from kvgate.treatments.spec import Eviction, Treatment
 from kvgate.workload.case import Case
 
 RATES = ("wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate")
+MAX_LATENCY_S = 60.0
 FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "seed"}
 _SHARED_STORE: dict[tuple[int, ...], str] = {}
 
@@ -70,10 +71,12 @@ def check_faults(faults: dict[str, Any], where: str) -> None:
         number = isinstance(value, int | float) and not isinstance(value, bool)
         if key in RATES and not (number and 0 <= value <= 1):
             raise BadInput(f"{where}: {key} must be in [0, 1], got {value!r}")
-        if key == "latency_s" and not (number and value >= 0):
-            raise BadInput(f"{where}: latency_s must be a number ≥ 0, got {value!r}")
+        if key == "latency_s" and not (number and 0 <= value <= MAX_LATENCY_S):
+            raise BadInput(f"{where}: latency_s must be a number in [0, {MAX_LATENCY_S}], got {value!r}")
         if key in ("crash_after", "seed") and not (isinstance(value, int) and not isinstance(value, bool)):
             raise BadInput(f"{where}: {key} must be an integer, got {value!r}")
+        if key == "crash_after" and value < 0:
+            raise BadInput(f"{where}: crash_after must be ≥ 0, got {value}")
         if key == "salt_leak" and not isinstance(value, bool):
             raise BadInput(f"{where}: salt_leak must be true or false, got {value!r}")
 

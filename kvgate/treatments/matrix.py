@@ -120,6 +120,8 @@ def resolve_matrix(name_or_path: str) -> Matrix:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot read matrix {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"matrix {path}: not UTF-8 text (byte {exc.start})") from None
     return parse_matrix_text(text, path.stem, str(path))
 
 

@@ -154,10 +154,12 @@ def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 
 
 def atomic_write(path: Path, write: Any) -> None:
-    """Call `write(file)` on a temp file beside `path`, fsync it, then rename it over `path`."""
+    """Call `write(file)` on a temp file beside `path`, fsync it, then rename it over `path`. The file
+    gets the mode a plain create would (0666 less the umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -177,9 +179,10 @@ def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
     """The workload's Parquet file and its checked kvgate metadata (`read_meta`)."""
     try:
         parquet = pq.ParquetFile(path)
+        parquet.schema_arrow  # noqa: B018  (decoded here, where a garbled footer is caught)
     except FileNotFoundError:
         raise BadInput(f"workload {path} does not exist") from None
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
         raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
     return parquet, read_meta(parquet, path)
 
@@ -219,13 +222,19 @@ def read_meta(parquet: pq.ParquetFile, path: Path) -> dict[str, Any]:
     return meta
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def read_workload(path: Path) -> Workload:
     """Read and verify a workload; any defect is a one-line BadInput naming the file."""
     parquet, meta = open_workload(path)
     slice_columns = tuple(meta["slice_columns"])
     try:
         table = parquet.read(columns=list(dict.fromkeys((*FIXED_COLUMNS, *slice_columns))))
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
     if table.num_rows != meta["n_cases"]:
         raise BadInput(f"workload {path} has {table.num_rows} rows; its metadata says {meta['n_cases']}")
@@ -255,7 +264,7 @@ def stream_content_sha256(path: Path) -> tuple[str, dict[str, Any]]:
                 digest.update(_dumps(_stored_row(raw, slice_columns)).encode())
                 digest.update(b"\n")
                 n += 1
-    except (OSError, TypeError, ValueError, RecursionError, pa.ArrowException) as exc:
+    except (OSError, TypeError, ValueError, KeyError, RecursionError, pa.ArrowException) as exc:
         raise BadInput(f"workload {path} has a malformed row: {_first_line(exc)}") from None
     if n != meta["n_cases"]:
         raise BadInput(f"workload {path} has {n} rows; its metadata says {meta['n_cases']}")

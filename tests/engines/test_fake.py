@@ -112,7 +112,9 @@ def test_eviction_keeps_the_remaining_share(engine: Engine, cases: tuple[Case, .
     [
         ({"wrong_rate": 0.1}, "unknown fault 'wrong_rate'"),
         ({"error_rate": 1.5}, "error_rate must be in [0, 1], got 1.5"),
-        ({"latency_s": -1}, "latency_s must be a number ≥ 0, got -1"),
+        ({"latency_s": -1}, "latency_s must be a number in [0, 60.0], got -1"),
+        ({"latency_s": float("inf")}, "latency_s must be a number in [0, 60.0], got inf"),
+        ({"crash_after": -2}, "crash_after must be ≥ 0, got -2"),
         ({"crash_after": 2.5}, "crash_after must be an integer, got 2.5"),
     ],
 )
