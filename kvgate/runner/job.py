@@ -8,6 +8,7 @@ before anything is written or generated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ from kvgate.workload.case import Case
 from kvgate.workload.checks import check_validators
 from kvgate.workload.schema import read_workload
 
+Executor = Callable[[RunContext], None]
+"""Generates a run's missing rows (runner.run.execute, or the sequential driver)."""
 DEFAULT_SUITE = "smoke"
 DEFAULT_MATRIX = "default"
 DEFAULT_ENGINE = "hf"
@@ -142,13 +145,16 @@ def cluster_key(case: Case, policy: Policy) -> str:
     return f"cluster:{value}" if value else case.case_id
 
 
-def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
-    """Run (or resume) the matrix; returns the run directory."""
+def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Executor | None = None) -> Path:
+    """Run (or resume) the matrix; returns the run directory. `sequential`: how a policy with
+    `sequential = true` generates (look by look; the caller supplies it, since it reads reports)."""
     for option, value in (("--engine", opts.engine), ("--model", opts.model), ("--matrix", opts.matrix)):
         if value is not None and not value.strip():
             raise BadInput(f"{option} is empty: name one, or leave the option out for the default")
     stored = read_manifest(opts.resume) if opts.resume is not None else None
     inputs = resolve_inputs(opts, stored)
+    if inputs.policy.sequential and sequential is None:
+        raise BadInput("a sequential policy needs `kvgate run` (it stops arms between looks)")
     engine_info(inputs.engine)
     if inputs.limit is not None and inputs.limit < 1:
         raise BadInput(f"--limit must be ≥ 1, got {inputs.limit}")
@@ -202,7 +208,7 @@ def run_job(opts: RunOptions, progress: Progress | None = None) -> Path:
                 engine,
                 progress or NoProgress(),
             )
-            execute(ctx)
+            (sequential or execute)(ctx) if inputs.policy.sequential else execute(ctx)
     finally:
         engine.close()
     return run_dir
