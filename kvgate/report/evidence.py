@@ -1,13 +1,16 @@
 """What an arm's cache-induced failures looked like and what the arm buys, from the stored rows.
 
-The statistics read only verdict columns (`run_data`); this module reads the rest of each result part
-(output text, the validator's detail, KV entries kept, TTFT and latency) for the first attempt of
-replicate 0, one arm's parts at a time, and the workload's expected answers for the failing cases only.
+The statistics read only verdict columns (`run_data`); this module reads the measurements (KV entries
+kept, TTFT, latency) of each arm's first attempts of replicate 0 from the arm's parts, then the texts
+(answers, the validator's detail, first divergent token) only from the parts holding a failing case, and
+the workload's expected answers.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,21 +24,23 @@ import pyarrow.parquet as pq
 from kvgate.errors import BadInput
 from kvgate.report.arrow_numpy import int64_array, to_numpy
 from kvgate.report.numbers import finite, ratio
-from kvgate.report.run_data import CaseTable
+from kvgate.report.run_data import CaseTable, positions
 from kvgate.runner.store import part_paths
 
-COLUMNS = [
-    "case_id", "replicate", "attempt", "output_text", "detail", "fail_kind", "first_divergence",
-    "n_kv_entries_kept", "ttft_s", "latency_s",
-]  # fmt: skip
+NUMERIC = ["case_id", "replicate", "attempt", "n_kv_entries_kept", "ttft_s", "latency_s"]
+TEXT = ["output_text", "detail", "fail_kind", "first_divergence"]
+"""Read only from the parts that hold a failing example's row."""
+THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
 class ArmExtras:
-    """One arm's first attempts of replicate 0 over the run's cases (`row` −1: no row)."""
+    """One arm's first attempts of replicate 0 over the run's cases: its measurements, and where each
+    case's row lies (`part` −1: no row) for reading its texts."""
 
-    table: pa.Table
-    row: np.ndarray
+    paths: list[Path]
+    part: np.ndarray
+    offset: np.ndarray
     kept: np.ndarray
     """int64, −1 where unknown."""
     ttft: np.ndarray
@@ -43,36 +48,56 @@ class ArmExtras:
     """float64, NaN where unknown."""
 
 
-def _read(path: Path) -> pa.Table:
+def _read(path: Path, columns: list[str]) -> pa.Table:
     try:
         with pq.ParquetFile(path) as part:
-            table = part.read(columns=COLUMNS, use_threads=False)
+            return part.read(columns=columns, use_threads=False)
     except (OSError, pa.ArrowException, KeyError) as exc:
         raise BadInput(f"result part {path} is unreadable: {str(exc).splitlines()[0]}") from None
-    first = (to_numpy(table["replicate"], 0, np.int64) == 0) & (to_numpy(table["attempt"], 0, np.int64) == 0)
-    return table.take(int64_array(np.nonzero(first)[0])).drop(["replicate", "attempt"])
 
 
-def arm_extras(run_dir: Path, arm: str, case_ids: pa.Array) -> ArmExtras:
-    """`arm`'s extra columns, placed by case position (rows of cases outside the run are ignored)."""
-    parts = [_read(p) for p in part_paths(run_dir) if p.parent.name == arm]
-    if parts:
-        table = pa.concat_tables(parts).combine_chunks()
-    else:
-        table = pa.table({"case_id": pa.array([], type=pa.string())})
-    n = len(case_ids)
-    row = np.full(n, -1, dtype=np.int64)
-    kept = np.full(n, -1, dtype=np.int64)
-    ttft = np.full(n, np.nan)
-    latency = np.full(n, np.nan)
-    if table.num_rows:
-        pos = to_numpy(pc.index_in(table["case_id"], value_set=case_ids), -1, np.int64)
-        ok = pos >= 0
-        row[pos[ok]] = np.nonzero(ok)[0]
-        kept[pos[ok]] = to_numpy(table["n_kv_entries_kept"], -1, np.int64)[ok]
-        ttft[pos[ok]] = to_numpy(table["ttft_s"], np.nan, np.float64)[ok]
-        latency[pos[ok]] = to_numpy(table["latency_s"], np.nan, np.float64)[ok]
-    return ArmExtras(table, row, kept, ttft, latency)
+def arm_extras(run_dir: Path, arm: str, cases: CaseTable) -> ArmExtras:
+    """`arm`'s measurements placed by case position, read from its parts in parallel threads."""
+    paths = [p for p in part_paths(run_dir) if p.parent.name == arm]
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        tables = list(pool.map(lambda p: _read(p, NUMERIC), paths))
+    n = cases.n
+    part, offset = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    kept, ttft, latency = np.full(n, -1, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan)
+    lengths = np.array([t.num_rows for t in tables], dtype=np.int64)
+    if lengths.sum():
+        table = pa.concat_tables(tables)
+        first = (to_numpy(table["replicate"], 0, np.int64) == 0) & (
+            to_numpy(table["attempt"], 0, np.int64) == 0
+        )
+        pos = positions(table["case_id"], cases, run_dir)[first]
+        part[pos] = np.repeat(np.arange(len(tables)), lengths)[first]
+        offset[pos] = (np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths))[
+            first
+        ]
+        kept[pos] = to_numpy(table["n_kv_entries_kept"], -1, np.int64)[first]
+        ttft[pos] = to_numpy(table["ttft_s"], np.nan, np.float64)[first]
+        latency[pos] = to_numpy(table["latency_s"], np.nan, np.float64)[first]
+    return ArmExtras(paths, part, offset, kept, ttft, latency)
+
+
+def texts(extras: ArmExtras, where: np.ndarray) -> dict[str, list[Any]]:
+    """TEXT columns of the rows at case positions `where` (None where the arm has no row), reading only
+    the parts that hold them."""
+    out: dict[str, list[Any]] = {c: [None] * len(where) for c in TEXT}
+    part, offset = extras.part[where], extras.offset[where]
+    needed = np.unique(part[part >= 0])
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        tables = dict(
+            zip(needed.tolist(), pool.map(lambda i: _read(extras.paths[i], TEXT), needed), strict=True)
+        )
+    for i, table in tables.items():
+        mine = np.nonzero(part == i)[0]
+        rows = table.take(int64_array(offset[mine]))
+        for column in TEXT:
+            for j, value in zip(mine.tolist(), rows[column].to_pylist(), strict=True):
+                out[column][j] = value
+    return out
 
 
 def _spread(values: np.ndarray) -> dict[str, float | None]:
@@ -120,7 +145,7 @@ class Evidence:
 
     def arm(self, name: str) -> ArmExtras:
         if name not in self._arms:
-            self._arms[name] = arm_extras(self.run_dir, name, self.cases.case_ids)
+            self._arms[name] = arm_extras(self.run_dir, name, self.cases)
         return self._arms[name]
 
     @cached_property
@@ -146,10 +171,8 @@ class Evidence:
         expected = (
             self._expected.take(int64_array(where)).to_pylist() if self._expected else [None] * len(ids)
         )
-        ctl_text = _column(ctl, "output_text", where)
-        cand_rows = {
-            c: _column(cand, c, where) for c in ("output_text", "detail", "fail_kind", "first_divergence")
-        }
+        ctl_text = texts(ctl, where)["output_text"]
+        cand_rows = texts(cand, where)
         out = []
         for j, pos in enumerate(where):
             labels = {
@@ -180,12 +203,3 @@ def _decoded(expected: str | None) -> Any:
         return json.loads(expected)
     except ValueError:
         return expected
-
-
-def _column(extras: ArmExtras, column: str, where: np.ndarray) -> list[Any]:
-    """`column` of the rows at case positions `where` (None where the arm has no row)."""
-    rows = extras.row[where]
-    if column not in extras.table.column_names:
-        return [None] * len(where)
-    values = extras.table[column].combine_chunks().take(int64_array(np.maximum(rows, 0))).to_pylist()
-    return [v if r >= 0 else None for v, r in zip(values, rows, strict=True)]
