@@ -67,9 +67,13 @@ def resolve_model(name_or_path: str) -> ModelSpec:
     if name_or_path in MODELS:
         return MODELS[name_or_path]
     path = Path(name_or_path)
-    if path.is_dir() and (path / "config.json").exists():
-        return ModelSpec(name=str(path), description="local model folder", folder=path.resolve())
-    if "/" in name_or_path or path.exists():
+    try:
+        if path.is_dir() and (path / "config.json").exists():
+            return ModelSpec(name=str(path), description="local model folder", folder=path.resolve())
+        exists = path.exists()
+    except OSError as exc:  # a name too long for a path
+        raise BadInput(f"model {name_or_path[:60]!r}…: {exc.strerror or exc}") from None
+    if "/" in name_or_path or exists:
         raise BadInput(f"model {name_or_path!r} is neither a known name nor a folder with a config.json")
     raise unknown_name("model", name_or_path, list(MODELS))
 

@@ -8,6 +8,7 @@ too long for a file name.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
@@ -26,6 +27,14 @@ def check_name(kind: str, name: Any, where: str = "") -> str:
         prefix = f"{where}: " if where else ""
         raise BadInput(f"{prefix}{kind} name {_shown(name)} is not allowed: names must match {NAME_PATTERN}")
     return str(name)
+
+
+def exists(path: Path) -> bool:
+    """Whether `path` exists; False for a name the file system cannot even look up (too long)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 def _shown(name: Any) -> str:

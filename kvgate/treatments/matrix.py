@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
-from kvgate.names import check_name
+from kvgate.names import check_name, exists
 from kvgate.paths import TREATMENTS_DIR
 from kvgate.registry import unknown_name
 from kvgate.tomlspec import check_field_type, check_keys, load_toml, parse_toml
@@ -111,7 +111,7 @@ def parse_treatment(
 def resolve_matrix(name_or_path: str) -> Matrix:
     """A shipped matrix by name, or a matrix spec file by path."""
     path = Path(name_or_path)
-    if not (name_or_path.endswith(".toml") or path.exists()):
+    if not (name_or_path.endswith(".toml") or exists(path)):
         matrices = shipped_matrices()
         if name_or_path not in matrices:
             raise unknown_name("matrix", name_or_path, list(matrices))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
-from kvgate.names import check_name
+from kvgate.names import check_name, exists
 from kvgate.paths import SUITES_DIR
 from kvgate.registry import unknown_name
 from kvgate.tomlspec import check_field_type, check_keys, load_toml
@@ -77,7 +77,7 @@ def shipped_suites() -> dict[str, Path]:
 def resolve_suite(name_or_path: str) -> SuiteSpec:
     """A shipped suite by name, or a suite spec file by path."""
     path = Path(name_or_path)
-    if name_or_path.endswith(".toml") or path.exists():
+    if name_or_path.endswith(".toml") or exists(path):
         return parse_suite(path)
     suites = shipped_suites()
     if name_or_path not in suites:

@@ -13,6 +13,9 @@ from kvgate.engines.registry import ENGINES
 from kvgate.names import is_safe_name
 from kvgate.treatments.spec import EVICTION_METHOD_NAMES, SCALES
 
+LONG = "L" * 300
+"""A name longer than any file name may be."""
+SHIPPED_SUITES = ("smoke", "reuse", "ruler", "structured", "longbench-2wikimqa")
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40)
 BAD_NAME = st.one_of(
     st.sampled_from(["", ".", "..", "../../up", "/abs", "a/b", "a\\\\b", "x" * 65, "-lead", "sp ace", "é"]),
@@ -41,8 +44,12 @@ def quoted(names: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 RUN_OPTION = st.one_of(
     st.tuples(st.just("--engine"), st.one_of(st.just(""), TEXT.filter(lambda s: s not in ENGINES))),
     st.tuples(st.just("--limit"), st.integers(max_value=0).map(str)),
-    st.tuples(st.just("-m"), st.one_of(st.just(""), TEXT.filter(lambda s: s.strip() != "default"))),
-    st.tuples(st.just("--model"), st.one_of(st.just(""), st.just("  "), TEXT.map(lambda s: "no-such-" + s))),
+    st.tuples(
+        st.just("-m"), st.one_of(st.sampled_from(["", LONG]), TEXT.filter(lambda s: s.strip() != "default"))
+    ),
+    st.tuples(
+        st.just("--model"), st.one_of(st.sampled_from(["", "  ", LONG]), TEXT.map(lambda s: "no-" + s))
+    ),
     st.tuples(st.just("--policy"), TEXT.map(lambda s: f"/no/such/policy{s}.toml")),
     st.tuples(st.just("-w"), TEXT.map(lambda s: f"/no/such/workload{s}")),
     st.tuples(st.just("-o"), st.sampled_from(["/proc/kvgate", "/dev/null/runs", "/tmp/" + "n" * 300])),
@@ -93,7 +100,7 @@ def test_report_arguments(finished_run: Path, tmp_path: Path, case: tuple[str, s
 
 
 FREEZE_CASE = st.one_of(
-    st.tuples(st.just("suite"), TEXT.filter(lambda s: s not in ("smoke", "reuse", "ruler", "structured"))),
+    st.tuples(st.just("suite"), st.one_of(st.just(LONG), TEXT.filter(lambda s: s not in SHIPPED_SUITES))),
     st.tuples(st.just("-o"), st.sampled_from(["/proc/x.parquet", "/dev/null/x.pq", "/tmp/" + "o" * 300])),
     st.tuples(st.just("--limit"), st.integers(max_value=0).map(str)),
     st.tuples(st.just("--model"), st.one_of(st.just(""), TEXT.map(lambda s: "no-such-" + s))),
