@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
-from kvgate.treatments.spec import FP8_DTYPES, SCALES, TREATMENT_TYPES
+from kvgate.treatments.spec import CONVENTIONS, FP8_DTYPES, SCALES, TREATMENT_TYPES
 
 EVICTION_METHODS: dict[str, tuple[tuple[str, ...], str]] = {
     "streaming": (
@@ -26,9 +26,10 @@ EVICTION_METHODS: dict[str, tuple[tuple[str, ...], str]] = {
     "random": (("seed",), "random entries: the baseline every scoring method must beat"),
 }
 """Per eviction method: the spec fields it reads besides those every method reads, and what it keeps."""
-COMMON_EVICTION = ("ratio", "scope", "during_decoding")
+COMMON_EVICTION = ("ratio", "scope", "during_decoding", "convention")
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("eviction", "scope"): ("prompt", "context"),
+    ("eviction", "convention"): CONVENTIONS,
     ("quantize", "dtype"): FP8_DTYPES,
     ("quantize", "scale"): SCALES,
     ("offload", "tier"): ("host", "disk"),

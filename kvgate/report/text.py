@@ -122,9 +122,23 @@ def noise_line(report: dict[str, Any]) -> str:
     )
 
 
+def eviction_text(spec: dict[str, Any]) -> str:
+    """The eviction parts of a spec: method, scope and, when not kvgate's own, the conventions."""
+    parts = spec.get("of") or [spec]
+    out = []
+    for part in parts:
+        if part.get("kind") != "eviction":
+            continue
+        convention = part.get("convention", "kvgate")
+        conventions = "" if convention == "kvgate" else f", {convention} conventions"
+        out.append(f"{part['method']}, scope {part['scope']}{conventions}")
+    return "; ".join(out)
+
+
 def arm_title(arm: dict[str, Any]) -> str:
     lossless = " · lossless: any candidate-only failure is a defect" if arm["lossless"] else ""
-    return f"{arm['arm']} ({arm['kind']}){lossless}"
+    eviction = eviction_text(arm.get("spec") or {})
+    return f"{arm['arm']} ({arm['kind']}{': ' + eviction if eviction else ''}){lossless}"
 
 
 def family_line(arm: dict[str, Any]) -> str:

@@ -15,6 +15,9 @@ KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 EVICTION_METHOD_NAMES = ("streaming", "snapkv", "h2o", "knorm", "tova", "random")
 FP8_DTYPES = ("fp8_e4m3", "fp8_e5m2")
 SCALES = ("tensor", "head", "token")
+CONVENTIONS = ("kvgate", "kvpress")
+"""How an eviction counts and ranks what it keeps. kvgate: n − round(ratio·n) entries, ties to later
+positions; kvpress (as kvpress 0.5.5 does): int(n·(1 − ratio)) entries, ties to earlier positions."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class Treatment:
 
     def to_dict(self) -> dict[str, Any]:
         data = {"kind": self.kind, **asdict(self)}
+        if data.get("convention") == CONVENTIONS[0]:
+            del data["convention"]  # the default leaves specs (and fingerprints) as they were before it
         if isinstance(self, Composite):
             data["of"] = [t.to_dict() for t in self.of]
         return data
@@ -53,6 +58,7 @@ class Eviction(Treatment):
 
     scope "prompt" compresses everything prefilled (query-aware); "context" compresses only the
     context before the question, then prefills the question uncompressed (query-agnostic).
+    `convention` (CONVENTIONS): how many entries are kept and which of tied scores win.
     """
 
     method: str = "streaming"
@@ -62,6 +68,7 @@ class Eviction(Treatment):
     window: int = 32
     seed: int = 0
     during_decoding: bool = False
+    convention: str = "kvgate"
     kind: ClassVar[str] = "eviction"
 
     def __post_init__(self) -> None:
@@ -73,6 +80,8 @@ class Eviction(Treatment):
             raise ValueError(f"ratio must be in [0, 1), got {self.ratio}")
         if self.scope not in ("prompt", "context"):
             raise ValueError(f"scope must be 'prompt' or 'context', got {self.scope!r}")
+        if self.convention not in CONVENTIONS:
+            raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}, got {self.convention!r}")
         if self.sink_tokens < 0 or self.window < 1:
             raise ValueError("sink_tokens must be ≥ 0 and window ≥ 1")
 

@@ -84,7 +84,7 @@ def test_failing_examples_are_the_cache_induced_failures(report: dict[str, Any])
     assert report["arms"][3]["failures"] == []  # offload fails only where the control fails too
     table = terminal(report, 100)
     assert "5 cache-induced failures (first 3; all in --format json)" in table
-    section = table[table.index("snapkv-50 (eviction)") : table.index("fp8-e4m3 (quantize)")]
+    section = table[table.index("snapkv-50 (eviction") : table.index("fp8-e4m3 (quantize)")]
     assert "missing 'answer 2'" in section and "missing 'answer 3'" not in section
 
 

@@ -33,13 +33,15 @@ class EvictHook:
     """Keep the top-scoring entries of the cached span per layer and head (kept entries keep positions)."""
 
     method: EvictionMethod
+    convention: str = "kvgate"
+    """treatments.spec.CONVENTIONS: how many entries are kept and which of tied scores win."""
 
     def after_prefill(self, cache: Any, queries: dict[int, torch.Tensor] | None) -> None:
         for index, layer in enumerate(cache.layers):
             n = layer.keys.shape[2]
             layer_queries = queries[index] if queries is not None else layer.keys[:, :0]
             scores = self.method.scores(ScoringInputs(layer.keys, layer.values, layer_queries, index))
-            kept = keep_indices(scores, n_keep(n, self.method.ratio))
+            kept = keep_indices(scores, n_keep(n, self.method.ratio, self.convention), self.convention)
             layer.keys = gather_kept(layer.keys, kept)
             layer.values = gather_kept(layer.values, kept)
 
@@ -90,7 +92,7 @@ def build_hooks(treatment: Treatment) -> list[CacheHook]:
         if isinstance(part, Eviction):
             from kvgate.engines.hf.eviction.methods import make_method
 
-            hooks.append(EvictHook(make_method(part)))
+            hooks.append(EvictHook(make_method(part), part.convention))
         elif isinstance(part, Quantize):
             hooks.append(QuantizeHook(part))
     return hooks

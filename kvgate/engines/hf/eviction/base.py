@@ -48,17 +48,23 @@ class EvictionMethod(Protocol):
 EVICTION_METHODS: Registry[type] = Registry("eviction method")
 
 
-def n_keep(n: int, ratio: float) -> int:
-    """Entries kept of n when a share `ratio` is removed (at least one is always kept)."""
-    return max(1, n - round(ratio * n))
+def n_keep(n: int, ratio: float, convention: str = "kvgate") -> int:
+    """Entries kept of n when a share `ratio` is removed (at least one is always kept): n − round(ratio·n),
+    or int(n·(1 − ratio)) under the kvpress convention."""
+    kept = int(n * (1 - ratio)) if convention == "kvpress" else n - round(ratio * n)
+    return max(1, kept)
 
 
-def keep_indices(scores: torch.Tensor, keep: int) -> torch.Tensor:
+def keep_indices(scores: torch.Tensor, keep: int, convention: str = "kvgate") -> torch.Tensor:
     """[B, Hkv, keep] indices of the top-`keep` scores per head, sorted by position (ascending).
 
-    Ties go to later positions, exactly: a stable descending sort over the position-reversed scores.
+    Ties go to later positions (kvgate) or earlier ones (kvpress), exactly: a stable descending sort over
+    the position-reversed (or the plain) scores.
     """
     n = scores.shape[-1]
+    if convention == "kvpress":
+        order = torch.sort(scores, dim=-1, descending=True, stable=True).indices[..., :keep]
+        return torch.sort(order, dim=-1).values
     order = torch.sort(scores.flip(-1), dim=-1, descending=True, stable=True).indices[..., :keep]
     return torch.sort(n - 1 - order, dim=-1).values
 
