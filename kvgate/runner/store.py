@@ -85,6 +85,9 @@ def _arm_parts(arm_dir: Path) -> list[Part]:
     if not arm_dir.is_dir():
         return []
     found = [(m, p) for p in arm_dir.iterdir() if (m := _PART.search(p.name))]
+    for _, path in found:
+        if path.is_symlink() or not path.is_file():
+            raise BadInput(f"result part {path} is not a regular file (a link, a folder or a device)")
     parts = [Part(p, int(m.group(1)), int(m.group(2) or m.group(1))) for m, p in found]
     return sorted(parts, key=lambda part: (part.first, part.last))
 
@@ -118,6 +121,9 @@ def write_part(run_dir: Path, arm: str, rows: list[dict[str, Any]]) -> Path:
     """Append `rows` of `arm` as the arm's next part (atomic: temp file, fsync, rename), bound to the run
     and listed in the index."""
     check_name("arm", arm)
+    for folder in (results_dir(run_dir), results_dir(run_dir) / arm):
+        if folder.is_symlink():
+            raise BadInput(f"{folder} is a link: kvgate writes a run's results only inside its folder")
     run_id = stored_run_id(run_dir)
     table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA).replace_schema_metadata(binding(run_id, arm))
     arm_dir = results_dir(run_dir) / arm

@@ -178,6 +178,8 @@ def atomic_write(path: Path, write: Any) -> None:
 def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
     """The workload's Parquet file and its checked kvgate metadata (`read_meta`)."""
     try:
+        if path.exists() and not path.is_file():  # a folder, a FIFO or a device: never opened
+            raise BadInput(f"workload {path} is not a regular file")
         parquet = pq.ParquetFile(path)
         parquet.schema_arrow  # noqa: B018  (decoded here, where a garbled footer is caught)
     except FileNotFoundError:

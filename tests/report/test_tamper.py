@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from kvgate.cli import cli
 from kvgate.errors import BadInput
 from kvgate.runner.lock import run_lock
 from kvgate.runner.part_index import file_sha256, read_index, write_index
-from kvgate.runner.store import reconcile
+from kvgate.runner.store import reconcile, write_part
 
 
 def report(run: Path) -> Result:
@@ -213,3 +214,33 @@ def test_a_lock_that_is_not_a_file_is_refused(run: Path, tmp_path: Path, kind: s
         pass
     result = report(run)
     assert result.exit_code == 2 and "is not a lock file" in result.stderr
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_a_part_that_is_not_a_file_is_refused_without_reading_it(run: Path, target: str) -> None:
+    part = _part(run, "snapkv-50")
+    part.unlink()
+    if target == "fifo":
+        os.mkfifo(part)
+    else:
+        part.symlink_to(target)
+    result = report(run)
+    assert result.exit_code == 2 and "is not a regular file" in result.stderr
+
+
+def test_a_workload_that_is_not_a_file_is_refused(run: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.parquet"
+    os.mkfifo(fifo)
+    _edit_manifest(run, lambda m: m.update(workload_path=str(fifo)))
+    result = report(run)
+    assert result.exit_code == 2 and "is not a regular file" in result.stderr
+
+
+def test_results_are_never_written_through_a_link(run: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(run / "results" / "full")
+    (run / "results" / "full").symlink_to(outside)
+    with pytest.raises(BadInput, match="is a link"):
+        write_part(run, "full", [])
+    assert list(outside.iterdir()) == []
