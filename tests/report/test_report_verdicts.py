@@ -151,3 +151,14 @@ def test_markdown_folds_slices_and_fits_a_github_comment(report: dict[str, Any])
     assert len(wide) < LIMIT, len(wide)
     assert wide.count("FAIL (exit 1)") >= 10 and "<details>" in wide
     assert wide.count("missing 'answer 0'") == 10  # every arm still shows a failing example
+
+
+def test_model_output_is_escaped_in_html_and_markdown(report: dict[str, Any]) -> None:
+    hostile = copy.deepcopy(report)
+    hostile["arms"][0]["failures"][0]["candidate_output"] = "<script>alert(1)</script> | x"
+    hostile["arms"][0]["reason"] = "<b>bold</b>"
+    html = render(hostile, "html")
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<b>bold</b>" not in html
+    md = render(hostile, "md")
+    assert "</script> \\| x" in md  # a pipe in an answer does not split the table row
