@@ -15,7 +15,7 @@ from kvgate.gate.procedure import arm_codes
 from kvgate.report.attribution import attribution
 from kvgate.report.context import by_context
 from kvgate.report.divergence import divergence_summary
-from kvgate.report.evidence import Evidence, gains
+from kvgate.report.evidence import Evidence, gains, kv_bytes
 from kvgate.report.run_data import ArmRows, CaseTable, RunRows
 from kvgate.report.slice_stats import CaseSignals, slice_rows
 from kvgate.report.slices import SliceGroup
@@ -111,6 +111,16 @@ def _decision(
     return gd.NAMES[code], where + first["reason"]
 
 
+def _gains(
+    evidence: Evidence, control: str, name: str, usable: np.ndarray, ctx: RunContext, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """What the arm buys against the control (report.evidence): KV entries and bytes, TTFT, latency."""
+    out = gains(evidence.arm(control), evidence.arm(name), usable)
+    engine = ctx.manifest.get("engine") or {}
+    out["kv_bytes"] = kv_bytes(out["kv_kept"], spec, engine.get("dtype"))
+    return out
+
+
 def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
     spec = ctx.manifest["arms"][name]["spec"]
     cand = ctx.rows.arm_rows(name)
@@ -163,5 +173,5 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
         ),
         "slices": slices,
         "failures": [] if evidence is None else evidence.failures(control_name, name, cio),
-        "gains": None if evidence is None else gains(evidence.arm(control_name), evidence.arm(name), usable),
+        "gains": None if evidence is None else _gains(evidence, control_name, name, usable, ctx, spec),
     }

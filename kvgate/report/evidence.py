@@ -134,6 +134,23 @@ def gains(control: ArmExtras, candidate: ArmExtras, pairs: np.ndarray) -> dict[s
     }
 
 
+ELEMENT_BITS = {"float32": 32, "bfloat16": 16, "float16": 16, "fp8_e4m3": 8, "fp8_e5m2": 8}
+
+
+def kv_bytes(kv_kept: float | None, spec: dict[str, Any], engine_dtype: str | None) -> dict[str, Any] | None:
+    """The candidate's KV bytes per prompt token as a share of the control's: entries kept times the bits
+    of each stored element (FP8 parts store 8 bits; the control stores the engine's dtype). Scales and
+    block padding are left out. None when the engine's dtype or the kept share is unknown."""
+    control_bits = ELEMENT_BITS.get(engine_dtype or "")
+    if kv_kept is None or control_bits is None:
+        return None
+    bits = control_bits
+    for part in spec.get("of") or [spec]:
+        if part.get("kind") == "quantize":
+            bits = min(bits, ELEMENT_BITS.get(part.get("dtype", ""), bits))
+    return {"share": kv_kept * bits / control_bits, "bits": bits, "control_bits": control_bits}
+
+
 class Evidence:
     """The run's extra columns, read per arm on first use (the control's once for every arm)."""
 

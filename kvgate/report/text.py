@@ -338,6 +338,11 @@ def gains_lines(arm: dict[str, Any]) -> list[str]:
     if not g:
         return []
     kept = "not reported by the engine" if g["kv_kept"] is None else f"{pct(g['kv_kept'])} of the control's"
+    b = g.get("kv_bytes")
+    if b:
+        kept += (
+            f" · KV bytes per token {pct(b['share'])} ({b['bits']}-bit entries, control {b['control_bits']})"
+        )
     return [
         f"gains over {g['n_pairs']} pairs: KV entries kept {kept}",
         f"TTFT vs control: {timing_text(g['ttft_s'])}",

@@ -162,3 +162,20 @@ def test_model_output_is_escaped_in_html_and_markdown(report: dict[str, Any]) ->
     assert "<b>bold</b>" not in html
     md = render(hostile, "md")
     assert "</script> \\| x" in md  # a pipe in an answer does not split the table row
+
+
+def test_kv_bytes_per_token_against_the_control() -> None:
+    from kvgate.report.evidence import kv_bytes
+    from kvgate.report.text import gains_lines
+
+    fp8 = {"kind": "quantize", "dtype": "fp8_e4m3"}
+    both = {"kind": "composite", "of": [{"kind": "eviction"}, fp8]}
+    assert kv_bytes(1.0, fp8, "bfloat16") == {"share": 0.5, "bits": 8, "control_bits": 16}
+    assert kv_bytes(0.5, both, "float32") == {"share": 0.125, "bits": 8, "control_bits": 32}
+    assert kv_bytes(0.5, {"kind": "eviction"}, "float16") == {"share": 0.5, "bits": 16, "control_bits": 16}
+    assert kv_bytes(0.5, fp8, None) is None and kv_bytes(None, fp8, "float32") is None
+    timing = {"n": 1, "control": {"median": 0.1, "p95": 0.1}, "candidate": {"median": 0.1, "p95": 0.1}}
+    arm = {"gains": {"n_pairs": 4, "kv_kept": 0.5, "kv_bytes": kv_bytes(0.5, both, "float32"),
+                     "ttft_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}},
+                     "latency_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}}}}  # fmt: skip
+    assert "KV bytes per token 12.5% (8-bit entries, control 32)" in gains_lines(arm)[0]
