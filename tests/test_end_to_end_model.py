@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from kvgate.cli import cli
+from kvgate.runner.store import read_results
 
 pytestmark = pytest.mark.model
 
@@ -35,7 +35,7 @@ def test_default_matrix_on_the_embedded_model(tmp_path: Path, model_folder: Path
     assert report["exit_code"] == result.exit_code
 
     (run_dir,) = [p for p in runs.iterdir() if p.name != "workloads"]
-    rows = pq.read_table(run_dir / "results").to_pylist()
+    rows = read_results(run_dir).to_pylist()
     assert {r["arm"] for r in rows} == {"full", "streaming-50", "fp8-e4m3"}
     assert len(rows) == 4 * 4  # control, its A/A replicate, two candidates
     assert not any(r["fail_kind"] == "engine_error" for r in rows)
