@@ -16,9 +16,16 @@ EXAMPLE_WIDTH = 60
 LIMIT = 65_536
 """GitHub's limit on a comment (and on a step summary's part), in characters."""
 BUDGET = LIMIT - 2_000
-COMPACT = (0, 1, 2, 3, 4, 9, 10)
-"""SLICE_COLUMNS kept when the full tables would pass the budget: slice, counts, CFR, bound, τ, adj p,
-decision."""
+ALL_COLUMNS = tuple(range(len(text.SLICE_COLUMNS)))
+LEVELS: tuple[tuple[tuple[int, ...], bool] | None, ...] = (
+    (ALL_COLUMNS, False),
+    ((0, 1, 2, 3, 4, 9, 10), False),  # slice, counts, CFR, bound, τ, adj p, decision
+    ((0, 1, 3, 10), False),  # slice, counts, bound, decision (as its mark)
+    ((0, 1, 2, 3, 4, 9, 10), True),  # only the notable slices
+    None,  # no slice tables
+)
+"""How far slice tables shrink, in turn, until the report fits BUDGET: (SLICE_COLUMNS shown, notable
+slices only)."""
 
 
 def cell(value: str) -> str:
@@ -61,17 +68,19 @@ def notable(s: dict[str, Any]) -> bool:
 
 
 def slice_table(arm: dict[str, Any], level: int = 0) -> list[str]:
-    """The arm's slices folded in <details>: every column (level 0), the main columns (1), or only the
-    notable slices with the main columns (2); none at level 3."""
-    if level >= 3:
+    """The arm's slices folded in <details>, with the columns and slices of LEVELS[level]."""
+    shape = LEVELS[level]
+    if shape is None:
         return [f"{len(arm['slices'])} slices: in --format json or html (too many for one comment)", ""]
-    columns = list(range(len(text.SLICE_COLUMNS))) if level == 0 else list(COMPACT)
-    slices = [s for s in arm["slices"] if level < 2 or notable(s)]
+    columns, notable_only = shape
+    slices = [s for s in arm["slices"] if not notable_only or notable(s)]
     rows = []
+    terse = len(columns) <= 4
     for s in slices:
         cells = text.slice_cells(s)
-        cells[-1] = f"{text.DECISION_MARK[s['decision']]} {s['decision']}"
-        cells[0] = f"`{s['slice']}` {text.slice_marks(s)}".rstrip()
+        mark = text.DECISION_MARK[s["decision"]]
+        cells[-1] = mark if terse else f"{mark} {s['decision']}"
+        cells[0] = f"{s['slice'] if terse else '`' + s['slice'] + '`'} {text.slice_marks(s)}".rstrip()
         rows.append([cells[i] for i in columns])
     left = len(arm["slices"]) - len(slices)
     summary = f"{len(rows)} slices" + (
@@ -102,11 +111,11 @@ def arm_section(arm: dict[str, Any], level: int = 0) -> list[str]:
 
 def render_markdown(report: dict[str, Any]) -> str:
     """The report, its slice tables shortened only as far as needed to stay within BUDGET characters."""
-    for level in (0, 1, 2):
+    for level in range(len(LEVELS) - 1):
         out = _render(report, level)
         if len(out) <= BUDGET:
             return out
-    return _render(report, 3)
+    return _render(report, len(LEVELS) - 1)
 
 
 def _render(report: dict[str, Any], level: int) -> str:

@@ -151,6 +151,10 @@ def test_markdown_folds_slices_and_fits_a_github_comment(report: dict[str, Any])
     assert len(wide) < LIMIT, len(wide)
     assert wide.count("FAIL (exit 1)") >= 10 and "<details>" in wide
     assert wide.count("missing 'answer 0'") == 10  # every arm still shows a failing example
+    assert wide.count("<summary>60 slices</summary>") == 10  # every slice, in fewer columns
+    huge = render(wide_report(report, slices=120), "md")
+    assert len(huge) < LIMIT and huge.count("FAIL (exit 1)") >= 10
+    assert "more in --format json" in huge  # only gates, failing slices and those standing out
 
 
 def test_model_output_is_escaped_in_html_and_markdown(report: dict[str, Any]) -> None:
