@@ -9,6 +9,7 @@ substring validator, written by `write_workload` (so hashed and readable like an
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 DEPTHS = (0.1, 0.3, 0.5, 0.7, 0.9)
 
@@ -92,6 +93,7 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
 
     from kvgate.gate.policy import load_policy
     from kvgate.runner.manifest import build_manifest, write_manifest
+    from kvgate.runner.part_index import binding, entry, key_of, write_index
     from kvgate.runner.store import RESULT_SCHEMA
     from kvgate.treatments.matrix import parse_matrix_text
     from kvgate.workload.schema import Workload
@@ -107,6 +109,7 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
     run_dir = root / "runs" / manifest["run_id"]
     write_manifest(run_dir, manifest)
     rng = np.random.default_rng(seed)
+    listed: dict[str, dict[str, Any]] = {}
     answers = pa.array([str(i) for i in range(n_cases)])
     for arm, replicate in GROWTH_ARMS:
         control = arm == "full"
@@ -135,10 +138,14 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
             ),
         }
         table = pa.table(columns, schema=RESULT_SCHEMA)
+        table = table.replace_schema_metadata(binding(manifest["run_id"], arm))
         arm_dir = run_dir / "results" / arm
         arm_dir.mkdir(parents=True, exist_ok=True)
         first = len(list(arm_dir.glob("part-*.parquet")))
         for p, start in enumerate(range(0, n_cases, rows_per_part)):
             part = arm_dir / f"part-{first + p:05d}.parquet"
-            pq.write_table(table.slice(start, rows_per_part), part, write_page_checksum=True)
+            chunk = table.slice(start, rows_per_part)
+            pq.write_table(chunk, part, write_page_checksum=True)
+            listed[key_of(run_dir / "results", part)] = entry(part, chunk.num_rows)
+    write_index(run_dir / "results", manifest["run_id"], listed)  # as the store lists what it writes
     return run_dir

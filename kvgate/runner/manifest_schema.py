@@ -43,7 +43,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
             "properties": {"engine": {"type": "string", "minLength": 1}},
         },
         "engine_options": {"type": "object"},
-        "arms": {"type": "object", "minProperties": 2, "propertyNames": NAME, "additionalProperties": ARM},
+        "arms": {"type": "object", "minProperties": 1, "propertyNames": NAME, "additionalProperties": ARM},
         "policy_sha256": HEX64,
         "case_ids": HEX64,
         "matrix": {
@@ -51,7 +51,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
             "required": ["control", "candidates", "aa_replicate", "confirm_reruns", "seed"],
             "properties": {
                 "control": NAME,
-                "candidates": {"type": "array", "minItems": 1, "uniqueItems": True, "items": NAME},
+                "candidates": {"type": "array", "uniqueItems": True, "items": NAME},
                 "aa_replicate": {"type": "boolean"},
                 "confirm_reruns": {"type": "integer", "minimum": 0, "maximum": MAX_CONFIRM_RERUNS},
                 "seed": {"type": "integer"},
