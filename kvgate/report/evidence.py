@@ -159,6 +159,9 @@ class Evidence:
         self.cases = cases
         self.workload_path = workload_path
         self._arms: dict[str, ArmExtras] = {}
+        self._failures: dict[tuple[str, str, int], dict[str, Any]] = {}
+        """(control, candidate, case position) → its example, read once however often it is asked for
+        (a sequential report asks at every look)."""
 
     def arm(self, name: str) -> ArmExtras:
         if name not in self._arms:
@@ -180,9 +183,14 @@ class Evidence:
     def failures(self, control: str, candidate: str, mask: np.ndarray) -> list[dict[str, Any]]:
         """Every case in `mask` (cache-induced failures), in case order: what was expected, both answers,
         the validator's detail and the first output token where the candidate left the control."""
-        where = np.nonzero(mask)[0]
-        if not where.size:
-            return []
+        every = np.nonzero(mask)[0].tolist()
+        where = np.array([p for p in every if (control, candidate, p) not in self._failures], dtype=np.int64)
+        if where.size:
+            for pos, example in zip(where.tolist(), self._examples(control, candidate, where), strict=True):
+                self._failures[control, candidate, pos] = example
+        return [self._failures[control, candidate, p] for p in every]
+
+    def _examples(self, control: str, candidate: str, where: np.ndarray) -> list[dict[str, Any]]:
         ctl, cand = self.arm(control), self.arm(candidate)
         ids = self.cases.case_ids.take(int64_array(where)).to_pylist()
         expected = (
