@@ -17,7 +17,11 @@ from kvgate.workload.case import Case
 
 @dataclass(frozen=True)
 class Generation:
-    """One case's output and measurements. `error` set means the engine failed on this case."""
+    """One case's output and measurements. `error` set means the engine failed on this case.
+
+    certificate_*: an eviction arm's attention-error certificate over decoding steps, layers and heads
+    (the largest and the mean upper bound, the mean estimate); None without a certificate.
+    """
 
     output_text: str
     output_token_ids: tuple[int, ...]
@@ -29,6 +33,9 @@ class Generation:
     mean_logprob: float | None
     min_logprob: float | None
     error: str | None = None
+    certificate_bound_max: float | None = None
+    certificate_bound_mean: float | None = None
+    certificate_estimate_mean: float | None = None
 
     @staticmethod
     def failed(case: Case, error: str) -> Generation:

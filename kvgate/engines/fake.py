@@ -159,6 +159,8 @@ class FakeEngine:
         self.model = model
 
     def refusal(self, treatment: Treatment) -> str | None:
+        if any(isinstance(part, Eviction) and part.certificate for part in treatment.parts()):
+            return "the attention-error certificate needs the hf engine"
         return None
 
     def fingerprint(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput
 from kvgate.report.arrow_numpy import int64_array, to_numpy
-from kvgate.runner.store import RESULT_SCHEMA, part_paths
+from kvgate.runner.store import CERTIFICATE_COLUMNS, RESULT_SCHEMA, part_paths
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
 RESULT_COLUMNS = [
@@ -213,6 +213,8 @@ _EXPECTED = pa.schema(
         for f in RESULT_SCHEMA
     ]
 )
+_EXPECTED_V1 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_COLUMNS])
+"""Parts stored before the certificate columns: the report reads none of those."""
 
 
 def read_part(path: Path) -> pa.Table:
@@ -222,7 +224,8 @@ def read_part(path: Path) -> pa.Table:
         with pq.ParquetFile(
             path, page_checksum_verification=True, read_dictionary=DICTIONARY_COLUMNS
         ) as part:
-            if not part.schema_arrow.equals(_EXPECTED, check_metadata=False):
+            schema = part.schema_arrow
+            if not any(schema.equals(e, check_metadata=False) for e in (_EXPECTED, _EXPECTED_V1)):
                 raise BadInput(f"result part {path} does not have the result schema")
             return part.read(columns=RESULT_COLUMNS, use_threads=False)
     except (OSError, pa.ArrowException) as exc:

@@ -52,4 +52,7 @@ def result_row(case: Case, gen: Generation, arm_run: ArmRun, control: Sequence[i
         "mean_logprob": gen.mean_logprob,
         "min_logprob": gen.min_logprob,
         "first_divergence": None if gen.error else first_divergence(control, gen.output_token_ids),
+        "certificate_bound_max": gen.certificate_bound_max,
+        "certificate_bound_mean": gen.certificate_bound_mean,
+        "certificate_estimate_mean": gen.certificate_estimate_mean,
     }

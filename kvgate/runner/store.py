@@ -54,8 +54,17 @@ RESULT_SCHEMA = pa.schema(
         ("mean_logprob", pa.float64()),
         ("min_logprob", pa.float64()),
         ("first_divergence", pa.int32()),
+        ("certificate_bound_max", pa.float64()),
+        ("certificate_bound_mean", pa.float64()),
+        ("certificate_estimate_mean", pa.float64()),
     ]
 )
+RESULT_SCHEMA_VERSION = 2
+"""Stored in every part's metadata under RESULT_VERSION_KEY. Version 2 added the certificate columns;
+a part of version 1 (without them, and without the key) is read with them null."""
+RESULT_VERSION_KEY = b"kvgate.result_schema_version"
+CERTIFICATE_COLUMNS = ("certificate_bound_max", "certificate_bound_mean", "certificate_estimate_mean")
+RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA if f.name not in CERTIFICATE_COLUMNS])
 _PART = re.compile(r"^part-(\d{5,})(?:-(\d{5,}))?\.parquet$")
 KEY_COLUMNS = ("arm", "replicate", "case_id", "attempt")
 RowKey = tuple[str, int, str, int]
@@ -125,7 +134,7 @@ def write_part(run_dir: Path, arm: str, rows: list[dict[str, Any]]) -> Path:
         if folder.is_symlink():
             raise BadInput(f"{folder} is a link: kvgate writes a run's results only inside its folder")
     run_id = stored_run_id(run_dir)
-    table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA).replace_schema_metadata(binding(run_id, arm))
+    table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA).replace_schema_metadata(_metadata(run_id, arm))
     arm_dir = results_dir(run_dir) / arm
     path = arm_dir / "part-?????.parquet"
     try:
@@ -140,6 +149,10 @@ def write_part(run_dir: Path, arm: str, rows: list[dict[str, Any]]) -> Path:
             f"free the space, then `kvgate run --resume {run_dir}`"
         ) from None
     return path
+
+
+def _metadata(run_id: str | None, arm: str) -> dict[bytes, bytes]:
+    return {**binding(run_id, arm), RESULT_VERSION_KEY: str(RESULT_SCHEMA_VERSION).encode()}
 
 
 def _write_table(path: Path, table: pa.Table) -> None:
@@ -175,7 +188,7 @@ def compact(run_dir: Path, arm: str) -> Path | None:
         return None
     run_id = stored_run_id(run_dir)
     table = pa.concat_tables([_read_part(p.path) for p in small])
-    table = table.replace_schema_metadata(binding(run_id, arm))
+    table = table.replace_schema_metadata(_metadata(run_id, arm))
     merged = arm_dir / f"part-{small[0].first:05d}-{small[-1].last:05d}.parquet"
     try:
         _write_table(merged, table)
@@ -304,9 +317,18 @@ def _read_part(path: Path) -> pa.Table:
         raise BadInput(
             f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
         ) from None
+    if table.schema.equals(RESULT_SCHEMA_V1, check_metadata=False):
+        return _upgrade_v1(table)
     if not table.schema.equals(RESULT_SCHEMA, check_metadata=False):
         raise BadInput(f"result part {path} does not have the result schema")
     return table
+
+
+def _upgrade_v1(table: pa.Table) -> pa.Table:
+    """A version-1 part's rows with the columns version 2 added, null; its metadata kept."""
+    for name in CERTIFICATE_COLUMNS:
+        table = table.append_column(RESULT_SCHEMA.field(name), pa.nulls(table.num_rows, pa.float64()))
+    return table.replace_schema_metadata(table.schema.metadata)
 
 
 def stored_keys(run_dir: Path) -> set[RowKey]:

@@ -15,6 +15,7 @@ KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 EVICTION_METHOD_NAMES = ("streaming", "snapkv", "h2o", "knorm", "tova", "random")
 FP8_DTYPES = ("fp8_e4m3", "fp8_e5m2")
 SCALES = ("tensor", "head", "token")
+CERTIFICATE_KEYS = ("certificate", "certificate_share", "certificate_floor", "certificate_confidence")
 CONVENTIONS = ("kvgate", "kvpress")
 """How an eviction counts and ranks what it keeps. kvgate: n − round(ratio·n) entries, ties to later
 positions; kvpress (as kvpress 0.5.5 does): int(n·(1 − ratio)) entries, ties to earlier positions."""
@@ -59,6 +60,9 @@ class Eviction(Treatment):
     scope "prompt" compresses everything prefilled (query-aware); "context" compresses only the
     context before the question, then prefills the question uncompressed (query-agnostic).
     `convention` (CONVENTIONS): how many entries are kept and which of tied scores win.
+    `certificate` (hf engine): also sample what is dropped and bound the attention-output error of every
+    decoding step (`certificate_share` expected sample share, `certificate_floor` least inclusion
+    probability, `certificate_confidence` of the bound); the outputs are the same as without it.
     """
 
     method: str = "streaming"
@@ -68,6 +72,10 @@ class Eviction(Treatment):
     window: int = 32
     seed: int = 0
     during_decoding: bool = False
+    certificate: bool = False
+    certificate_share: float = 0.1
+    certificate_floor: float = 0.02
+    certificate_confidence: float = 0.95
     convention: str = "kvgate"
     kind: ClassVar[str] = "eviction"
 
@@ -84,6 +92,17 @@ class Eviction(Treatment):
             raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}, got {self.convention!r}")
         if self.sink_tokens < 0 or self.window < 1:
             raise ValueError("sink_tokens must be ≥ 0 and window ≥ 1")
+        if not (0.0 < self.certificate_share <= 1.0 and 0.0 < self.certificate_floor <= 1.0):
+            raise ValueError("certificate_share and certificate_floor must be in (0, 1]")
+        if not 0.5 <= self.certificate_confidence < 1.0:
+            raise ValueError(f"certificate_confidence must be in [0.5, 1), got {self.certificate_confidence}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if not self.certificate:  # off: the spec (and its fingerprint) reads as it did before the keys
+            for key in CERTIFICATE_KEYS:
+                del data[key]
+        return data
 
 
 @dataclass(frozen=True)

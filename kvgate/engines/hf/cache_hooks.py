@@ -35,6 +35,8 @@ class EvictHook:
     method: EvictionMethod
     convention: str = "kvgate"
     """treatments.spec.CONVENTIONS: how many entries are kept and which of tied scores win."""
+    certificate: Any = None
+    """A certificate.observer.DecodeCertificate shown every layer's eviction, or None."""
 
     def after_prefill(self, cache: Any, queries: dict[int, torch.Tensor] | None) -> None:
         for index, layer in enumerate(cache.layers):
@@ -42,6 +44,8 @@ class EvictHook:
             layer_queries = queries[index] if queries is not None else layer.keys[:, :0]
             scores = self.method.scores(ScoringInputs(layer.keys, layer.values, layer_queries, index))
             kept = keep_indices(scores, n_keep(n, self.method.ratio, self.convention), self.convention)
+            if self.certificate is not None:
+                self.certificate.record_eviction(index, layer.keys, layer.values, kept, layer_queries)
             layer.keys = gather_kept(layer.keys, kept)
             layer.values = gather_kept(layer.values, kept)
 

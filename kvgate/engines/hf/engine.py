@@ -19,6 +19,7 @@ import platform
 import shutil
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,8 @@ from typing import Any, Protocol, cast
 import torch
 
 from kvgate.engines.base import ArmSetup, Generation
-from kvgate.engines.hf.cache_hooks import CacheHook, build_hooks, needs_queries
+from kvgate.engines.hf.cache_hooks import CacheHook, EvictHook, build_hooks, needs_queries
+from kvgate.engines.hf.certificate.observer import CertificateSettings, DecodeCertificate
 from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
@@ -110,6 +112,8 @@ class HFEngine:
         for part in parts:
             if part.kind not in SUPPORTED_KINDS:
                 return f"the hf engine does not apply {part.kind} treatments"
+        if len(parts) > 1 and any(isinstance(p, Eviction) and p.certificate for p in parts):
+            return "the attention-error certificate applies to an eviction arm alone, not in a composite"
         reuse = next((p for p in parts if isinstance(p, Reuse)), None)
         if reuse is None:
             return None
@@ -153,6 +157,9 @@ class HFSession:
     tier: Tier | None = field(init=False, default=None)
     block_size: int = field(init=False, default=16)
     directory: Path | None = field(init=False, default=None)
+    replay: bool = field(init=False, default=False)
+    """Keep every dropped entry and the exact error of every certified cell (coverage replay)."""
+    last_certificate: DecodeCertificate | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         engine, namespace = self.engine, self.setup.namespace
@@ -196,13 +203,15 @@ class HFSession:
             raise ValueError("case has no prompt_token_ids: freeze the workload with --model")
         model, treatment = self.engine.model, self.setup.treatment
         hooks = build_hooks(treatment)
+        certificate = self._certificate(case, hooks)
         ids = torch.tensor([case.prompt_token_ids], device=self.engine.device)
         n = ids.shape[1]
         span = _compressed_span(treatment, case, n)
         cache: Any = DynamicCache(config=model.config)
         start = time.perf_counter()
 
-        logits, n_cached, queries = self._prefill(case, ids, cache, span, bool(hooks))
+        certified = certificate is not None
+        logits, n_cached, queries = self._prefill(case, ids, cache, span, bool(hooks), certified)
         for hook in hooks:
             hook.after_prefill(cache, queries)
         if span < n:
@@ -218,20 +227,24 @@ class HFSession:
         tokens: list[int] = []
         logprobs: list[float] = []
         ttft = 0.0
-        for step in range(case.max_new_tokens):
-            logp = torch.log_softmax(logits[0, -1].float(), dim=-1)
-            token = int(torch.argmax(logp))
-            if step == 0:
-                ttft = time.perf_counter() - start
-            if token in self.engine.eos_ids:
-                break
-            tokens.append(token)
-            logprobs.append(float(logp[token]))
-            if step + 1 == case.max_new_tokens:
-                break
-            logits = forward_at(model, torch.tensor([[token]], device=ids.device), cache, n + step)
-            _appended(hooks, cache, 1)
+        observing = certificate.observing(model, cache) if certificate else contextlib.nullcontext()
+        with observing:
+            for step in range(case.max_new_tokens):
+                logp = torch.log_softmax(logits[0, -1].float(), dim=-1)
+                token = int(torch.argmax(logp))
+                if step == 0:
+                    ttft = time.perf_counter() - start
+                if token in self.engine.eos_ids:
+                    break
+                tokens.append(token)
+                logprobs.append(float(logp[token]))
+                if step + 1 == case.max_new_tokens:
+                    break
+                logits = forward_at(model, torch.tensor([[token]], device=ids.device), cache, n + step)
+                _appended(hooks, cache, 1)
         latency = time.perf_counter() - start
+        summary = certificate.summary() if certificate else None
+        self.last_certificate = certificate
         text = self.engine.tokenizer.decode(tokens, skip_special_tokens=True)
         return Generation(
             output_text=text,
@@ -243,17 +256,40 @@ class HFSession:
             latency_s=latency,
             mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
             min_logprob=min(logprobs) if logprobs else None,
+            certificate_bound_max=summary.bound_max if summary else None,
+            certificate_bound_mean=summary.bound_mean if summary else None,
+            certificate_estimate_mean=summary.estimate_mean if summary else None,
         )
 
+    def _certificate(self, case: Case, hooks: list[CacheHook]) -> DecodeCertificate | None:
+        """The case's certificate, shown the eviction hook's drops; None unless the treatment asks for one.
+        Its draws are seeded by the treatment's seed and the case id: reruns and resumes draw alike."""
+        part = next((p for p in self.setup.treatment.parts() if isinstance(p, Eviction)), None)
+        if part is None or not part.certificate:
+            return None
+        settings = CertificateSettings(
+            share=part.certificate_share,
+            floor=part.certificate_floor,
+            confidence=part.certificate_confidence,
+            window=part.window,
+            seed=(part.seed, zlib.crc32(case.case_id.encode())),
+        )
+        certificate = DecodeCertificate(settings, replay=self.replay)
+        for hook in hooks:
+            if isinstance(hook, EvictHook):
+                hook.certificate = certificate
+        return certificate
+
     def _prefill(
-        self, case: Case, ids: torch.Tensor, cache: Any, until: int, hooked: bool
+        self, case: Case, ids: torch.Tensor, cache: Any, until: int, hooked: bool, certified: bool = False
     ) -> tuple[torch.Tensor | None, int, dict[int, torch.Tensor] | None]:
-        """Positions [0, until) into `cache`: (last logits, tokens reused, captured queries or None)."""
+        """Positions [0, until) into `cache`: (last logits, tokens reused, captured queries or None).
+        Queries are captured for query-aware eviction and for a certificate (its inclusion probabilities)."""
         if self.reuser is not None:  # refusal() keeps query-aware eviction away from reuse
             logits, reused = self.reuser.prefill(case, ids, cache, until)
             return logits, reused, None
         capture: Any = contextlib.nullcontext(None)
-        if hooked and needs_queries(self.setup.treatment):
+        if hooked and (needs_queries(self.setup.treatment) or certified):
             from kvgate.engines.hf.capture import capture_queries
 
             capture = capture_queries(self.engine.model)

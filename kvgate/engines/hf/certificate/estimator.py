@@ -1,0 +1,101 @@
+"""The attention-output error of one decoding step, estimated and bounded from the dropped sample.
+
+For a query q of one head, with logits a_j = scale · q·k_j, weights w_j = exp(a_j − lse_R) relative to the
+retained set R (so Σ_R w_j = 1), o_R the attention output over R and D the dropped entries, the full
+cache's output is (o_R + Σ_D w_j v_j) / (1 + Z_D) with Z_D = Σ_D w_j, hence the error is exactly
+
+    e = ‖o_full − o_R‖ = ‖U‖ / (1 + Z_D),   U = Σ_D w_j (v_j − o_R)  ∈ R^D.
+
+Horvitz–Thompson (1952, JASA 47) totals over the Poisson sample S estimate U and Z_D without bias:
+Û = Σ_S u_j / π_j, Ẑ = Σ_S w_j / π_j; their ratio is the Hájek (1971) estimate of the dropped tail's mean
+value, and the estimate is ê = ‖Û‖ / (1 + Ẑ). Under Poisson sampling E‖Û − U‖² = Σ_D (1 − π_j)/π_j ‖u_j‖²
+and Var Ẑ = Σ_D (1 − π_j)/π_j w_j², estimated without bias by σ̂²_U = Σ_S (1 − π_j)/π_j² ‖u_j‖² and
+σ̂²_Z = Σ_S (1 − π_j)/π_j² w_j² (Särndal et al. 1992, eq. 3.5.13). The bound spends δ = 1 − confidence
+half on each side, with inequalities that need no distributional shape (the weights are exponentials of
+logits, heavy-tailed, so a normal approximation is not assumed): Chebyshev's on the norm of Û − U,
+P(‖Û − U‖ ≥ λ σ) ≤ 1/λ², λ_U = √(2/δ); Cantelli's one-sided one on Ẑ, λ_Z = √(2/δ − 1). Then, with
+probability ≥ 1 − δ up to the plug-in of σ̂ for σ,
+
+    e ≤ (‖Û‖ + λ_U σ̂_U) / (1 + max(0, Ẑ − λ_Z σ̂_Z)),
+
+capped by the deterministic e ≤ max_D ‖v_j − o_R‖ ≤ max_D ‖v_j‖ + ‖o_R‖ (e is a share of that distance).
+The floor on π keeps every term's weight 1/π_j finite, so σ is finite. What is bounded is the attention
+output of each head at each step, not the model's next token.
+
+Shapes: B batch, Hkv key heads, G query heads per key head, r retained entries, m sample slots, D head dim.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from kvgate.engines.hf.certificate.sampling import DroppedSample
+
+
+@dataclass(frozen=True)
+class StepCertificate:
+    """estimate, bound: [B, Hkv, G] for one layer at one decoding step."""
+
+    estimate: torch.Tensor
+    bound: torch.Tensor
+
+
+def multipliers(confidence: float) -> tuple[float, float]:
+    """(λ_U, λ_Z): Chebyshev's for the numerator and Cantelli's for the denominator, δ/2 each."""
+    delta = 1.0 - confidence
+    return math.sqrt(2.0 / delta), math.sqrt(2.0 / delta - 1.0)
+
+
+def certify_step(
+    queries: torch.Tensor,
+    output: torch.Tensor,
+    keys: torch.Tensor,
+    sample: DroppedSample,
+    scale: float,
+    confidence: float,
+) -> StepCertificate:
+    """queries, output: [B, Hkv, G, D] (rotated queries and the retained cache's attention output);
+    keys: [B, Hkv, r, D] the retained cache's keys; `sample` of the dropped entries → estimate and bound."""
+    q = queries.float()
+    out = output.float()
+    lse = torch.logsumexp(torch.matmul(q, keys.float().transpose(-1, -2)) * scale, dim=-1)  # [B, Hkv, G]
+    logits = torch.matmul(q, sample.keys.transpose(-1, -2)) * scale  # [B, Hkv, G, m]
+    weights = torch.exp(logits - lse.unsqueeze(-1)) * sample.present.unsqueeze(2)
+    inv = (1.0 / sample.inclusion).unsqueeze(2)  # [B, Hkv, 1, m]
+    coef = (1.0 - sample.inclusion).unsqueeze(2) * inv * inv
+    diff = sample.values.unsqueeze(2) - out.unsqueeze(3)  # [B, Hkv, G, m, D]
+    scaled = weights * inv
+    numerator = torch.matmul(scaled.unsqueeze(-2), diff).squeeze(-2)  # Û [B, Hkv, G, D]
+    tail = scaled.sum(dim=-1)  # Ẑ [B, Hkv, G]
+    squared = weights * weights * coef
+    sigma_u = (squared * diff.square().sum(dim=-1)).sum(dim=-1).sqrt()
+    sigma_z = squared.sum(dim=-1).sqrt()
+    lam_u, lam_z = multipliers(confidence)
+    norm = numerator.norm(dim=-1)
+    estimate = norm / (1.0 + tail)
+    bound = (norm + lam_u * sigma_u) / (1.0 + (tail - lam_z * sigma_z).clamp_min(0.0))
+    cap = sample.value_radius.unsqueeze(-1) + out.norm(dim=-1)
+    return StepCertificate(estimate, torch.minimum(bound, cap))
+
+
+def exact_error(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    dropped_keys: torch.Tensor,
+    dropped_values: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    """[B, Hkv, G]: ‖attention over retained ∪ dropped − attention over retained‖ in float64, computed
+    directly (two softmaxes), not through the identity above. queries [B, Hkv, G, D]; keys, values
+    [B, Hkv, r, D]; dropped_keys, dropped_values [B, Hkv, d, D]."""
+    q = queries.double()
+    retained = torch.softmax(torch.matmul(q, keys.double().transpose(-1, -2)) * scale, dim=-1)
+    o_r = torch.matmul(retained, values.double())
+    all_keys = torch.cat([keys, dropped_keys], dim=2).double()
+    all_values = torch.cat([values, dropped_values], dim=2).double()
+    full = torch.softmax(torch.matmul(q, all_keys.transpose(-1, -2)) * scale, dim=-1)
+    return (torch.matmul(full, all_values) - o_r).norm(dim=-1)

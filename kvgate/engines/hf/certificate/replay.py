@@ -1,0 +1,63 @@
+"""Coverage replay: the certificate's bound against the true attention-output error, cell by cell.
+
+A cell is (case, layer, query head, decoding step). The arm runs as usual, but its certificate keeps the
+whole dropped set too, so each cell's true error — the distance between the head's attention output over
+the retained entries and over the retained plus the dropped ones (the full cache), for the same query —
+is computed beside the estimate and the bound (`estimator.exact_error`). Coverage is the share of cells
+whose true error is at most the bound (plus `TOLERANCE`, the float32 rounding of the model's attention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kvgate.engines.base import ArmSetup
+from kvgate.treatments.spec import Treatment
+from kvgate.workload.case import Case
+
+TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class CaseCells:
+    """One case's cells, flattened over (step, layer, batch, key head, group): true, estimate, bound."""
+
+    case_id: str
+    true: torch.Tensor
+    estimate: torch.Tensor
+    bound: torch.Tensor
+
+    @property
+    def covered(self) -> int:
+        return int((self.true <= self.bound.double() + TOLERANCE).sum())
+
+
+def replay(engine: Any, treatment: Treatment, cases: Sequence[Case]) -> list[CaseCells]:
+    """Run `cases` under `treatment` (an eviction with `certificate = true`) on the hf `engine` in replay
+    mode; cases with no certified step (the first token ended the output) give no cells."""
+    session = engine.open(ArmSetup(treatment.name, 0, treatment, f"replay:{treatment.name}"))
+    session.replay = True
+    out = []
+    try:
+        for case in cases:
+            generation = session.generate([case])[0]
+            if generation.error is not None:
+                raise RuntimeError(f"{case.case_id}: {generation.error}")
+            cells = session.last_certificate.cells if session.last_certificate else None
+            if cells is None or not cells.true:
+                continue
+            out.append(
+                CaseCells(
+                    case.case_id,
+                    torch.stack(cells.true).flatten(),
+                    torch.stack(cells.estimate).flatten(),
+                    torch.stack(cells.bound).flatten(),
+                )
+            )
+    finally:
+        session.close()
+    return out

@@ -1,0 +1,116 @@
+"""Which dropped entries the certificate keeps: a Poisson sample with stated inclusion probabilities.
+
+Poisson sampling (Hájek, 1964; Särndal, Swensson and Wretman, 1992, "Model Assisted Survey Sampling",
+§3.5): entry j of the dropped set D enters the sample S independently with probability π_j, so that
+Horvitz–Thompson sums Σ_S y_j / π_j are unbiased for Σ_D y_j and Σ_S (1 − π_j) y_j² / π_j² is an unbiased
+estimate of their variance. π_j follows a proxy of the attention the entry will receive: the attention of
+the prompt's last `window` queries (the largest over the window and the group's query heads), mixed half
+and half with the uniform share (defensive importance sampling, Hesterberg, 1995, Technometrics 37(2)),
+scaled so the expected sample size is `share` · |D| (at least `min_size`), capped at 1 and floored at
+`floor`: no dropped entry is unreachable.
+
+Shapes: B batch, Hkv key heads, Hq = Hkv · G query heads, n positions of the compressed span, k kept,
+d = n − k dropped (the same for every head), m the largest sample size over heads, D head dim.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kvgate.engines.hf.eviction.attention import grouped_attention
+
+BISECTION_STEPS = 48
+MIXTURE = 0.5
+"""Weight of the uniform share in the defensive mixture."""
+
+
+@dataclass(frozen=True)
+class DroppedSample:
+    """One layer's sample of its dropped entries, padded to m per head.
+
+    keys, values: [B, Hkv, m, D] (padding rows are zeros); inclusion: [B, Hkv, m] π_j of each sampled
+    entry (1 on padding); present: [B, Hkv, m] bool, False on padding; value_radius: [B, Hkv] the largest
+    ‖v_j‖ over the whole dropped set (a deterministic bound used as a cap).
+    """
+
+    keys: torch.Tensor
+    values: torch.Tensor
+    inclusion: torch.Tensor
+    present: torch.Tensor
+    value_radius: torch.Tensor
+
+
+def attention_proxy(queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
+    """[B, Hkv, n]: the largest attention any of the last `window` queries of any query head of the group
+    pays each key (queries [B, Hq, n, D], keys [B, Hkv, n, D])."""
+    n = keys.shape[2]
+    w = min(window, n)
+    probs = grouped_attention(queries[:, :, n - w :], keys, first=n - w)  # [B, Hkv, G, w, n]
+    return probs.amax(dim=(2, 3))
+
+
+def inclusion_probabilities(proxy: torch.Tensor, size: float, floor: float) -> torch.Tensor:
+    """π [B, Hkv, d] from proxy [B, Hkv, d] ≥ 0: min(1, max(floor, c · p)), p the defensive mixture of the
+    normalised proxy with 1/d, and c per head found by bisection so that Σ_j π_j = size (when the floor
+    alone does not exceed it)."""
+    d = proxy.shape[-1]
+    total = proxy.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(proxy.dtype).tiny)
+    mixed = (1 - MIXTURE) * proxy / total + MIXTURE / d  # [B, Hkv, d], sums to 1, ≥ MIXTURE / d
+    low = torch.zeros_like(total)
+    high = torch.full_like(total, d / MIXTURE)  # c · min(p) ≥ 1 here: every π_j = 1
+    for _ in range(BISECTION_STEPS):
+        mid = (low + high) / 2
+        expected = (mid * mixed).clamp(floor, 1.0).sum(dim=-1, keepdim=True)
+        too_many = expected > size
+        high = torch.where(too_many, mid, high)
+        low = torch.where(too_many, low, mid)
+    return (high * mixed).clamp(floor, 1.0)
+
+
+def draw_sample(
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    dropped: torch.Tensor,
+    inclusion: torch.Tensor,
+    seed: tuple[int, ...],
+) -> DroppedSample:
+    """Poisson-sample the dropped entries: keys, values [B, Hkv, n, D]; dropped [B, Hkv, d] their indices;
+    inclusion [B, Hkv, d] their π. Uniforms come from a CPU generator seeded by `seed` (reproducible on any
+    device)."""
+    state = np.random.SeedSequence(list(seed)).generate_state(1, dtype=np.uint64)[0]
+    generator = torch.Generator(device="cpu").manual_seed(int(state) & (2**63 - 1))
+    chosen = torch.rand(inclusion.shape, generator=generator).to(inclusion.device) < inclusion  # [B, Hkv, d]
+    m = max(1, int(chosen.sum(dim=-1).max()))
+    # Sampled entries first (stable, in position order), then padding.
+    order = torch.sort((~chosen).to(torch.int8), dim=-1, stable=True).indices[..., :m]  # [B, Hkv, m]
+    present = torch.gather(chosen, -1, order)
+    index = torch.gather(dropped, -1, order)
+    dim = keys.shape[-1]
+    gathered_keys = torch.gather(keys, 2, index.unsqueeze(-1).expand(-1, -1, -1, dim))
+    gathered_values = torch.gather(values, 2, index.unsqueeze(-1).expand(-1, -1, -1, dim))
+    mask = present.unsqueeze(-1)
+    dropped_values = torch.gather(values, 2, dropped.unsqueeze(-1).expand(-1, -1, -1, dim))
+    return DroppedSample(
+        keys=torch.where(mask, gathered_keys, 0).float(),
+        values=torch.where(mask, gathered_values, 0).float(),
+        inclusion=torch.where(present, torch.gather(inclusion, -1, order), 1.0).float(),
+        present=present,
+        value_radius=dropped_values.float().norm(dim=-1).amax(dim=-1),
+    )
+
+
+def expected_size(dropped: int, share: float, min_size: int) -> float:
+    """The expected sample size: share · d, at least min(min_size, d)."""
+    return float(min(dropped, max(math.ceil(share * dropped), min_size)))
+
+
+def dropped_indices(kept: torch.Tensor, n: int) -> torch.Tensor:
+    """kept [B, Hkv, k] (distinct positions in [0, n)) → dropped [B, Hkv, n − k], ascending."""
+    mask = torch.ones(*kept.shape[:-1], n, dtype=torch.bool, device=kept.device)
+    mask.scatter_(-1, kept, False)
+    order = torch.sort((~mask).to(torch.int8), dim=-1, stable=True).indices
+    return order[..., : n - kept.shape[-1]]

@@ -1,0 +1,63 @@
+"""The certificate on the embedded model: it only observes (outputs token-identical to the same arm
+without it), it reports per case, it is refused where it cannot apply, and its replay covers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
+
+from kvgate.engines.hf.certificate.replay import replay
+from kvgate.treatments.spec import Composite, Eviction, Quantize
+from kvgate.workload.case import Case
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def engine(model_folder: Path) -> Iterator[Any]:
+    with one_thread():
+        yield shared_engine()
+
+
+@pytest.fixture(scope="module")
+def cases(model_folder: Path) -> list[Case]:
+    return list(passkey_cases(model_folder, (0.5,), 2, 0))
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("method", ["streaming", "snapkv"])
+def test_the_certificate_only_observes(engine: Any, cases: list[Case], method: str) -> None:
+    plain = run_arm(engine, Eviction(method, method=method, ratio=0.75), cases)
+    certified = run_arm(
+        engine, Eviction(f"{method}-cert", method=method, ratio=0.75, certificate=True), cases
+    )
+    for without, with_ in zip(plain, certified, strict=True):
+        assert with_.error is None
+        assert with_.output_token_ids == without.output_token_ids
+        assert without.certificate_bound_max is None
+        assert with_.certificate_bound_max is not None and with_.certificate_bound_mean is not None
+        assert with_.certificate_estimate_mean is not None
+        assert with_.certificate_bound_max >= with_.certificate_bound_mean > 0
+        assert with_.certificate_bound_mean >= with_.certificate_estimate_mean > 0
+
+
+@pytest.mark.model
+def test_the_certificate_is_refused_in_a_composite(engine: Any) -> None:
+    treatment = Composite("c", of=(Eviction("e", certificate=True), Quantize("q")))
+    assert "eviction arm alone" in (engine.refusal(treatment) or "")
+    assert engine.refusal(Eviction("e", certificate=True)) is None
+
+
+@pytest.mark.model
+def test_replay_gives_every_cell_its_true_error_within_the_bound(engine: Any, cases: list[Case]) -> None:
+    treatment = Eviction("s", method="streaming", ratio=0.5, certificate=True)
+    (cells,) = replay(engine, treatment, cases[:1])
+    config = engine.model.config
+    per_step = config.num_hidden_layers * config.num_attention_heads
+    assert cells.true.numel() % per_step == 0 and cells.true.numel() >= per_step
+    assert float(cells.true.max()) > 0
+    assert cells.covered / cells.true.numel() >= 0.9
