@@ -48,6 +48,7 @@ def _record(
     captured: dict[int, torch.Tensor],
     index: int,
     heads: int,
+    last: int | None,
     module: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
@@ -57,6 +58,8 @@ def _record(
     if embeddings is None:
         raise RuntimeError(f"layer {index}: attention was called without position_embeddings")
     cos, sin = embeddings
+    if last is not None:
+        hidden, cos, sin = hidden[:, -last:], cos[:, -last:], sin[:, -last:]
     if cos.shape[-1] != module.head_dim:
         raise RuntimeError(f"layer {index}: partial rotary embeddings are not supported by query capture")
     b, n, _ = hidden.shape
@@ -70,8 +73,9 @@ def _record(
 
 
 @contextlib.contextmanager
-def capture_queries(model: Any) -> Iterator[dict[int, torch.Tensor]]:
-    """Yield {layer index: rotated queries [B, Hq, n, D]}, filled by the forward passes run inside.
+def capture_queries(model: Any, last: int | None = None) -> Iterator[dict[int, torch.Tensor]]:
+    """Yield {layer index: rotated queries [B, Hq, n, D]}, filled by the forward passes run inside; with
+    `last`, only those of each forward's last `last` positions ([B, Hq, min(last, n), D]).
 
     Meant for one forward (the prefill); a second forward inside appends its positions along n, as a
     chunked prefill would. The hooks are removed on exit, also on error.
@@ -82,7 +86,7 @@ def capture_queries(model: Any) -> Iterator[dict[int, torch.Tensor]]:
     handles = []
     try:
         for index, module in enumerate(modules):
-            hook = partial(_record, captured, index, heads)
+            hook = partial(_record, captured, index, heads, last)
             handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
         yield captured
     finally:

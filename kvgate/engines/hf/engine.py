@@ -292,7 +292,8 @@ class HFSession:
         if hooked and (needs_queries(self.setup.treatment) or certified):
             from kvgate.engines.hf.capture import capture_queries
 
-            capture = capture_queries(self.engine.model)
+            full = needs_queries(self.setup.treatment)
+            capture = capture_queries(self.engine.model, None if full else _certificate_window(self.setup))
         with capture as queries:
             logits = forward_at(self.engine.model, ids[:, :until], cache, 0)
         return logits, 0, queries
@@ -306,6 +307,11 @@ def _compressed_span(treatment: Treatment, case: Case, n: int) -> int:
     if case.question_start is None or not 0 < case.question_start < n:
         raise ValueError("scope 'context' needs the case's question_start; freeze the workload with --model")
     return case.question_start
+
+
+def _certificate_window(setup: ArmSetup) -> int:
+    """The prompt queries a certificate's inclusion probabilities read: the eviction's `window`."""
+    return next(p.window for p in setup.treatment.parts() if isinstance(p, Eviction))
 
 
 def _appended(hooks: list[CacheHook], cache: Any, n_new: int) -> None:

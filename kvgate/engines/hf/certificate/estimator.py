@@ -22,7 +22,8 @@ capped by the deterministic e ≤ max_D ‖v_j − o_R‖ ≤ max_D ‖v_j‖ + 
 The floor on π keeps every term's weight 1/π_j finite, so σ is finite. What is bounded is the attention
 output of each head at each step, not the model's next token.
 
-Shapes: B batch, Hkv key heads, G query heads per key head, r retained entries, m sample slots, D head dim.
+Shapes: B batch, Hkv key heads, G query heads per key head, r retained entries, m sample slots, D head dim
+(L layers where every layer is certified at once).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from kvgate.engines.hf.certificate.sampling import DroppedSample
 
 @dataclass(frozen=True)
 class StepCertificate:
-    """estimate, bound: [B, Hkv, G] for one layer at one decoding step."""
+    """estimate, bound: [B, Hkv, G] for one layer at one decoding step ([L, B, Hkv, G] for all layers)."""
 
     estimate: torch.Tensor
     bound: torch.Tensor
@@ -47,6 +48,12 @@ def multipliers(confidence: float) -> tuple[float, float]:
     """(λ_U, λ_Z): Chebyshev's for the numerator and Cantelli's for the denominator, δ/2 each."""
     delta = 1.0 - confidence
     return math.sqrt(2.0 / delta), math.sqrt(2.0 / delta - 1.0)
+
+
+def retained_lse(queries: torch.Tensor, keys: torch.Tensor, scale: float) -> torch.Tensor:
+    """[..., Hkv, G]: log Σ_R exp(scale · q·k_j) over the retained keys [..., Hkv, r, D] for queries
+    [..., Hkv, G, D]."""
+    return torch.logsumexp(torch.matmul(queries.float(), keys.float().transpose(-1, -2)) * scale, dim=-1)
 
 
 def certify_step(
@@ -59,17 +66,29 @@ def certify_step(
 ) -> StepCertificate:
     """queries, output: [B, Hkv, G, D] (rotated queries and the retained cache's attention output);
     keys: [B, Hkv, r, D] the retained cache's keys; `sample` of the dropped entries → estimate and bound."""
+    return certify_with_lse(queries, output, retained_lse(queries, keys, scale), sample, scale, confidence)
+
+
+def certify_with_lse(
+    queries: torch.Tensor,
+    output: torch.Tensor,
+    lse: torch.Tensor,
+    sample: DroppedSample,
+    scale: float,
+    confidence: float,
+) -> StepCertificate:
+    """As `certify_step`, given the retained log-normaliser lse [..., Hkv, G]; any leading dims (e.g.
+    [L, B] for every layer at once, with the sample's tensors stacked the same way)."""
     q = queries.float()
     out = output.float()
-    lse = torch.logsumexp(torch.matmul(q, keys.float().transpose(-1, -2)) * scale, dim=-1)  # [B, Hkv, G]
-    logits = torch.matmul(q, sample.keys.transpose(-1, -2)) * scale  # [B, Hkv, G, m]
-    weights = torch.exp(logits - lse.unsqueeze(-1)) * sample.present.unsqueeze(2)
-    inv = (1.0 / sample.inclusion).unsqueeze(2)  # [B, Hkv, 1, m]
-    coef = (1.0 - sample.inclusion).unsqueeze(2) * inv * inv
-    diff = sample.values.unsqueeze(2) - out.unsqueeze(3)  # [B, Hkv, G, m, D]
+    logits = torch.matmul(q, sample.keys.transpose(-1, -2)) * scale  # [..., Hkv, G, m]
+    weights = torch.exp(logits - lse.unsqueeze(-1)) * sample.present.unsqueeze(-2)
+    inv = (1.0 / sample.inclusion).unsqueeze(-2)  # [..., Hkv, 1, m]
+    coef = (1.0 - sample.inclusion).unsqueeze(-2) * inv * inv
+    diff = sample.values.unsqueeze(-3) - out.unsqueeze(-2)  # [..., Hkv, G, m, D]
     scaled = weights * inv
-    numerator = torch.matmul(scaled.unsqueeze(-2), diff).squeeze(-2)  # Û [B, Hkv, G, D]
-    tail = scaled.sum(dim=-1)  # Ẑ [B, Hkv, G]
+    numerator = torch.matmul(scaled.unsqueeze(-2), diff).squeeze(-2)  # Û [..., Hkv, G, D]
+    tail = scaled.sum(dim=-1)  # Ẑ [..., Hkv, G]
     squared = weights * weights * coef
     sigma_u = (squared * diff.square().sum(dim=-1)).sum(dim=-1).sqrt()
     sigma_z = squared.sum(dim=-1).sqrt()

@@ -2,10 +2,11 @@
 
 `record_eviction` is called by the eviction hook for each layer, before the dropped entries leave the
 cache. `observing(model, cache)` wraps the decoding loop: forward hooks read each layer's query projection
-(output) and the attention output (the input of `o_proj`, [B, 1, Hq · D]) that the model computes anyway,
-and `estimator.certify_step` turns them, with the retained keys and the sample, into an estimate and a
-bound per head. The hooks only read: the model's outputs are the same with and without them. In replay,
-the whole dropped set is kept as well and the exact error of every cell is computed beside the bound.
+(output) and the attention output (the input of `o_proj`, [B, 1, Hq · D]) that the model computes anyway;
+after the last layer, `estimator.certify_with_lse` turns them, with the retained keys and the samples of
+every layer, into an estimate and a bound per layer and head. The hooks only read: the model's outputs are
+the same with and without them. In replay, the whole dropped set is kept as well and the exact error of
+every cell is computed beside the bound.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import torch
 
 from kvgate.engines.hf.capture import apply_rope, attention_modules
-from kvgate.engines.hf.certificate.estimator import certify_step, exact_error
+from kvgate.engines.hf.certificate.estimator import certify_with_lse, exact_error, retained_lse
 from kvgate.engines.hf.certificate.sampling import (
     DroppedSample,
     attention_proxy,
@@ -26,6 +27,7 @@ from kvgate.engines.hf.certificate.sampling import (
     dropped_indices,
     expected_size,
     inclusion_probabilities,
+    stack_samples,
 )
 
 MIN_SAMPLE = 16
@@ -70,6 +72,7 @@ class DecodeCertificate:
     settings: CertificateSettings
     replay: bool = False
     samples: dict[int, DroppedSample] = field(default_factory=dict)
+    stacked: DroppedSample | None = None
     dropped: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     bounds: list[torch.Tensor] = field(default_factory=list)
     estimates: list[torch.Tensor] = field(default_factory=list)
@@ -93,33 +96,37 @@ class DecodeCertificate:
 
     @contextlib.contextmanager
     def observing(self, model: Any, cache: Any) -> Iterator[None]:
-        """Certify every forward pass run inside (the decoding steps); hooks are removed on exit."""
+        """Certify every forward pass run inside (the decoding steps); hooks are removed on exit.
+
+        Each layer's hooks only keep references; once the last layer's attention has run, the step is
+        certified for every layer at once (one batched computation, `certify_with_lse`)."""
         modules = attention_modules(model)
-        heads = int(model.config.num_attention_heads)
+        last = len(modules) - 1
         state: dict[str, Any] = {"step": 0}
         projected: dict[int, torch.Tensor] = {}
+        outputs: dict[int, torch.Tensor] = {}
         handles = []
 
         def position(_module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             state["rope"] = kwargs.get("position_embeddings", args[1] if len(args) > 1 else None)
 
-        def query(index: int, _module: Any, _args: Any, out: torch.Tensor) -> None:
+        def query(index: int, out: torch.Tensor) -> None:
             projected[index] = out
 
-        def attended(index: int, attn: Any, args: tuple[Any, ...]) -> None:
-            sample = self.samples.get(index)
-            if sample is not None:
-                raw = projected.pop(index)
-                self._certify(index, attn, heads, raw, state, cache.layers[index], args[0])
-            if index == len(modules) - 1:
+        def attended(index: int, args: tuple[Any, ...]) -> None:
+            outputs[index] = args[0]
+            if index == last:
+                if len(self.samples) == len(modules):
+                    self._certify(modules, model, cache, projected, outputs, state)
+                projected.clear()
+                outputs.clear()
                 state["step"] += 1
 
         try:
             handles.append(modules[0].register_forward_pre_hook(position, with_kwargs=True))
             for index, attn in enumerate(modules):
-                handles.append(attn.q_proj.register_forward_hook(lambda m, a, o, i=index: query(i, m, a, o)))
-                hook = lambda m, a, i=index, at=attn: attended(i, at, a)  # noqa: E731
-                handles.append(attn.o_proj.register_forward_pre_hook(hook))
+                handles.append(attn.q_proj.register_forward_hook(lambda m, a, o, i=index: query(i, o)))
+                handles.append(attn.o_proj.register_forward_pre_hook(lambda m, a, i=index: attended(i, a)))
             yield
         finally:
             for handle in handles:
@@ -127,39 +134,47 @@ class DecodeCertificate:
 
     def _certify(
         self,
-        index: int,
-        attn: Any,
-        heads: int,
-        projected: torch.Tensor,
+        modules: list[Any],
+        model: Any,
+        cache: Any,
+        projected: dict[int, torch.Tensor],
+        outputs: dict[int, torch.Tensor],
         state: dict[str, Any],
-        layer: Any,
-        output: torch.Tensor,
     ) -> None:
-        """One layer at one step: projected [B, 1, Hq · D] (q_proj's output), output [B, 1, Hq · D]."""
-        b, m, _ = output.shape
+        """One decoding step, every layer: projected and outputs {layer: [B, 1, Hq · D]} (q_proj's output
+        and the attention output) → estimate and bound [L, B, Hkv, G]."""
+        b, m, _ = outputs[0].shape
         if m != 1:
             raise RuntimeError("the certificate observes one decoding step at a time")
-        sample, keys, dim = self.samples[index], layer.keys, attn.head_dim
-        hkv = keys.shape[1]
-        raw = projected.view(b, 1, heads, dim)
-        q_norm = getattr(attn, "q_norm", None)
-        if q_norm is not None:
-            raw = q_norm(raw)
+        heads, dim = int(model.config.num_attention_heads), int(modules[0].head_dim)
+        hkv = int(cache.layers[0].keys.shape[1])
+        shape = (len(modules), b, hkv, heads // hkv, dim)
+        raw = torch.stack([projected[i] for i in range(len(modules))]).view(len(modules) * b, 1, heads, dim)
+        norms = [getattr(attn, "q_norm", None) for attn in modules]
+        if any(n is not None for n in norms):
+            raw = torch.cat([norm(r) if norm else r for norm, r in zip(norms, raw.split(b), strict=True)])
         cos, sin = state["rope"]
-        q = apply_rope(raw.transpose(1, 2), cos, sin).reshape(b, hkv, heads // hkv, dim)
-        out = output.reshape(b, hkv, heads // hkv, dim)
-        step = certify_step(q, out, keys, sample, float(attn.scaling), self.settings.confidence)
+        q = apply_rope(raw.transpose(1, 2), cos.repeat(len(modules), 1, 1), sin.repeat(len(modules), 1, 1))
+        q = q.reshape(shape)
+        out = torch.stack([outputs[i] for i in range(len(modules))]).reshape(shape)
+        scale = float(modules[0].scaling)
+        lse = torch.stack([retained_lse(q[i], cache.layers[i].keys, scale) for i in range(len(modules))])
+        if self.stacked is None:
+            self.stacked = stack_samples([self.samples[i] for i in range(len(modules))])
+        step = certify_with_lse(q, out, lse, self.stacked, scale, self.settings.confidence)
         self.bounds.append(step.bound)
         self.estimates.append(step.estimate)
         if self.replay:
-            dropped_keys, dropped_values = self.dropped[index]
-            true = exact_error(q, keys, layer.values, dropped_keys, dropped_values, float(attn.scaling))
-            cells = self.cells
-            cells.estimate.append(step.estimate)
-            cells.bound.append(step.bound)
-            cells.true.append(true)
-            cells.layer.append(index)
-            cells.step.append(int(state["step"]))
+            for i in range(len(modules)):
+                dropped_keys, dropped_values = self.dropped[i]
+                layer = cache.layers[i]
+                true = exact_error(q[i], layer.keys, layer.values, dropped_keys, dropped_values, scale)
+                cells = self.cells
+                cells.estimate.append(step.estimate[i])
+                cells.bound.append(step.bound[i])
+                cells.true.append(true)
+                cells.layer.append(i)
+                cells.step.append(int(state["step"]))
 
     def summary(self) -> CertificateSummary | None:
         """None when no decoding step was certified (the first token ended the output)."""

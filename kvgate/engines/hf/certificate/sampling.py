@@ -23,7 +23,7 @@ import torch
 
 from kvgate.engines.hf.eviction.attention import grouped_attention
 
-BISECTION_STEPS = 48
+BISECTION_STEPS = 32
 MIXTURE = 0.5
 """Weight of the uniform share in the defensive mixture."""
 
@@ -46,10 +46,11 @@ class DroppedSample:
 
 def attention_proxy(queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
     """[B, Hkv, n]: the largest attention any of the last `window` queries of any query head of the group
-    pays each key (queries [B, Hq, n, D], keys [B, Hkv, n, D])."""
+    pays each key. queries [B, Hq, t, D] are those of the span's last t ≤ n positions (t ≥ window, or t = n);
+    keys [B, Hkv, n, D]."""
     n = keys.shape[2]
-    w = min(window, n)
-    probs = grouped_attention(queries[:, :, n - w :], keys, first=n - w)  # [B, Hkv, G, w, n]
+    w = min(window, n, queries.shape[2])
+    probs = grouped_attention(queries[:, :, -w:], keys, first=n - w)  # [B, Hkv, G, w, n]
     return probs.amax(dim=(2, 3))
 
 
@@ -114,3 +115,24 @@ def dropped_indices(kept: torch.Tensor, n: int) -> torch.Tensor:
     mask.scatter_(-1, kept, False)
     order = torch.sort((~mask).to(torch.int8), dim=-1, stable=True).indices
     return order[..., : n - kept.shape[-1]]
+
+
+def stack_samples(samples: list[DroppedSample]) -> DroppedSample:
+    """Every layer's sample in one, padded to the largest m: tensors [L, B, Hkv, m, …], value_radius
+    [L, B, Hkv]."""
+    m = max(s.keys.shape[2] for s in samples)
+
+    def pad(t: torch.Tensor, value: float | bool) -> torch.Tensor:
+        extra = m - t.shape[2]
+        if extra == 0:
+            return t
+        shape = (*t.shape[:2], extra, *t.shape[3:])
+        return torch.cat([t, torch.full(shape, value, dtype=t.dtype, device=t.device)], dim=2)
+
+    return DroppedSample(
+        keys=torch.stack([pad(s.keys, 0.0) for s in samples]),
+        values=torch.stack([pad(s.values, 0.0) for s in samples]),
+        inclusion=torch.stack([pad(s.inclusion, 1.0) for s in samples]),
+        present=torch.stack([pad(s.present, False) for s in samples]),
+        value_radius=torch.stack([s.value_radius for s in samples]),
+    )
