@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
-from kvgate.treatments.spec import CONVENTIONS, FP8_DTYPES, SCALES, TREATMENT_TYPES
+from kvgate.treatments.spec import CERTIFICATE_KEYS, CONVENTIONS, FP8_DTYPES, SCALES, TREATMENT_TYPES
 
 EVICTION_METHODS: dict[str, tuple[tuple[str, ...], str]] = {
     "streaming": (
@@ -59,10 +59,11 @@ def _param(kind: str, name: str, value: Any) -> str:
 
 
 def relevant(settings: dict[str, Any]) -> dict[str, Any]:
-    """An eviction treatment's settings that its method reads (all settings for other kinds)."""
+    """An eviction treatment's settings that its method reads, and its certificate's when it has one (a spec
+    without the certificate has none of those keys); all settings for other kinds."""
     if settings.get("kind") != "eviction" or settings.get("method") not in EVICTION_METHODS:
         return settings
-    keep = {"method", *COMMON_EVICTION, *EVICTION_METHODS[settings["method"]][0]}
+    keep = {"method", *COMMON_EVICTION, *EVICTION_METHODS[settings["method"]][0], *CERTIFICATE_KEYS}
     return {k: v for k, v in settings.items() if k in keep}
 
 
