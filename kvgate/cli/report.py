@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,6 @@ FORMATS = ("table", "md", "html", "json", "junit")
 def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
     """Render `report` as `fmt` to `output` (stdout when None); a table fits the terminal's width (120
     columns when not a terminal)."""
-    from kvgate.errors import BadInput
-
     if fmt == "table":
         from rich.console import Console
 
@@ -24,20 +23,28 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusi
         if output is None:
             render_terminal(report, Console() if sys.stdout.isatty() else Console(width=120))
             return
-        try:
-            with output.open("w", encoding="utf-8") as f:
-                render_terminal(report, Console(file=f, width=120, color_system=None))
-        except OSError as exc:
-            raise BadInput(f"cannot write {output}: {exc.strerror or exc}") from None
-        return
-    from kvgate.report.renderers import render
+        buffer = io.StringIO()
+        render_terminal(report, Console(file=buffer, width=120, color_system=None))
+        text = buffer.getvalue()
+    else:
+        from kvgate.report.renderers import render
 
-    text = render(report, fmt, junit_inconclusive=junit_inconclusive)
-    if output is None:
-        click.echo(text, nl=False)
-        return
+        text = render(report, fmt, junit_inconclusive=junit_inconclusive)
+        if output is None:
+            click.echo(text, nl=False)
+            return
+    write_output(output, text)
+
+
+def write_output(output: Path, text: str) -> None:
+    """Write a rendered report whole or not at all (temp file, fsync, rename): a full disk or a crash
+    leaves the previous file as it was."""
+    from kvgate.errors import BadInput
+    from kvgate.workload.schema import atomic_write
+
+    data = text.encode("utf-8")
     try:
-        output.write_text(text, encoding="utf-8")
+        atomic_write(output, lambda f: f.write(data))
     except OSError as exc:
         raise BadInput(f"cannot write {output}: {exc.strerror or exc}") from None
 
