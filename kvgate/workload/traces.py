@@ -30,7 +30,9 @@ Slices describe the request's shape: ``ctx_bucket`` (the prompt's tokens, rounde
 and ``turns`` (user messages: "1", "2", "3-4", "5-8", "9+"), plus the record's own ``slices``. Cases
 whose token-encoded prompts share their first ``prefix_min_tokens`` tokens (a common system prompt,
 few-shot block or document) get one ``prefix_group``, for the reuse arms. The question (for
-``scope = "context"``) is the last user message.
+``scope = "context"``, which keeps it out of eviction) is the last user message; a record whose last
+message holds context and question together marks where the question begins with ``question`` (its exact
+text, found inside that message) or ``question_offset`` (a character offset into it).
 """
 
 from __future__ import annotations
@@ -268,6 +270,7 @@ class TraceSource:
         if group is not None and not isinstance(group, str):
             raise ValueError("prefix_group must be a string")
         user_turns = [m for m in messages if m["role"] == "user"]
+        question = _question(record, messages)
         return CaseDraft(
             task=task,
             messages=messages,
@@ -275,7 +278,7 @@ class TraceSource:
             expected=expected,
             max_new_tokens=max_new,
             validator_args=args,
-            question=user_turns[-1]["content"] if messages[-1]["role"] == "user" else None,
+            question=question,
             prefix_group=group,
             critical=critical,
             slices={
@@ -289,3 +292,23 @@ class TraceSource:
                 "id": None if record.get("id") is None else str(record["id"]),
             },
         )
+
+
+def _question(record: dict[str, Any], messages: tuple[dict[str, str], ...]) -> str | None:
+    """Where the question begins in the last user message: the record's ``question`` text or
+    ``question_offset``, else the whole message; None when the last message is not the user's."""
+    text, offset = record.get("question"), record.get("question_offset")
+    last = messages[-1]["content"] if messages[-1]["role"] == "user" else None
+    if text is None and offset is None:
+        return last
+    if last is None:
+        raise ValueError("question and question_offset need the last message to be the user's")
+    if text is not None and offset is not None:
+        raise ValueError("give question or question_offset, not both")
+    if text is not None:
+        if not isinstance(text, str) or not text.strip() or text not in last:
+            raise ValueError("question must be non-empty text found inside the last user message")
+        return text
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset < len(last):
+        raise ValueError(f"question_offset must be an integer in [0, {len(last)}), got {offset!r}")
+    return last[offset:]

@@ -141,6 +141,19 @@ def test_parquet_trace(tmp_path: Path) -> None:
             '{"messages": [{"role": "user", "content": "q"}], "expected": "x", "max_tokens": 0}',
             r"t\.jsonl:3: max_tokens",
         ),
+        (
+            '{"messages": [{"role": "user", "content": "doc q"}], "expected": "x", "question": "zz"}',
+            r"t\.jsonl:3: question must be non-empty text found inside the last user message",
+        ),
+        (
+            '{"messages": [{"role": "user", "content": "doc q"}], "expected": "x", "question_offset": 5}',
+            r"t\.jsonl:3: question_offset must be an integer in \[0, 5\)",
+        ),
+        (
+            '{"messages": [{"role": "user", "content": "doc q"}], "expected": "x", "question": "q", '
+            '"question_offset": 4}',
+            r"t\.jsonl:3: give question or question_offset, not both",
+        ),
     ],
 )
 def test_a_bad_record_names_its_line(tmp_path: Path, line: str, message: str) -> None:
@@ -235,3 +248,21 @@ def test_prefix_groups_with_the_real_tokenizer(smollm_tokenizer: HFPromptTokeniz
     assert grouped[2].prefix_group is None and grouped[3].prefix_group is None
     # the group needs min_tokens of shared prefix: with a threshold beyond the prompts, none
     assert all(d.prefix_group is None for d in assign_prefix_groups(drafts, smollm_tokenizer, 10_000, "t"))
+
+
+def test_the_question_inside_a_single_message_request(tmp_path: Path) -> None:
+    """A request that puts context and question in one message marks where the question begins, so
+    `scope = "context"` keeps the question out of eviction."""
+    document = " ".join(f"Fact {i} is true." for i in range(40))
+    content = f"{document}\nQuestion: which fact is first?"
+    base = {"messages": [{"role": "user", "content": content}], "expected": "Fact 0"}
+    rows = [
+        {**base, "id": "text", "question": "Question: which fact is first?"},
+        {**base, "id": "offset", "question_offset": len(document) + 1},
+        {**base, "id": "whole"},
+    ]
+    frozen = freeze(suite(tmp_path, write_jsonl(tmp_path / "t.jsonl", rows)))
+    cases = dict(zip(("text", "offset", "whole"), frozen, strict=True))
+    assert cases["text"].question_start == cases["offset"].question_start
+    assert 40 * 4 < cases["text"].question_start < cases["text"].n_prompt_tokens - 5
+    assert cases["whole"].question_start < 10  # the whole message: nothing of it is context
