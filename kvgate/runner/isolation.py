@@ -2,15 +2,21 @@
 
 Every namespace starts empty, and only reuse arms may serve a request from cached KV: any cache hit in
 another arm (the control, its A/A replicate, eviction, quantisation, offload) means namespaces leak, and
-a reuse arm whose first pass never hits did not reuse at all. Either way the run is an error, not a
-result.
+a reuse arm whose first pass never hits did not reuse at all. A reuse arm may hit, but only on KV it
+computed itself: a prompt can never find more cached tokens than the longest prefix it shares with some
+other prompt of the run, so a row that reads more was served KV from another namespace (another arm, a
+re-run, another run). Any of these makes the run an error, not a result.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from kvgate.runner.manifest import read_manifest
 from kvgate.runner.store import read_results
@@ -21,10 +27,51 @@ def spec_kinds(spec: dict[str, Any]) -> set[str]:
     return {spec["kind"]}.union(*(spec_kinds(part) for part in spec.get("of", [])))
 
 
+def shared_prefixes(prompts: Sequence[Sequence[int]]) -> list[int]:
+    """For each prompt, the longest prefix it shares with any other prompt (0 when none). In sorted
+    order the closest neighbours share the longest prefixes, so one pass over neighbours suffices."""
+    order = sorted(range(len(prompts)), key=lambda i: tuple(prompts[i]))
+    best = [0] * len(prompts)
+    for a, b in pairwise(order):
+        x, y = np.asarray(prompts[a]), np.asarray(prompts[b])
+        n = min(x.size, y.size)
+        differ = np.flatnonzero(x[:n] != y[:n])
+        shared = int(differ[0]) if differ.size else n
+        best[a], best[b] = max(best[a], shared), max(best[b], shared)
+    return best
+
+
+def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """Reuse-arm rows that read more cached tokens than their prompt shares with any other prompt."""
+    reuse_arms = {a for a, info in manifest["arms"].items() if "reuse" in spec_kinds(info["spec"])}
+    suspect = [r for r in rows if r["arm"] in reuse_arms and r["n_cached_tokens"] > 0]
+    if not suspect:
+        return []
+    from kvgate.runner.run import select_cases
+    from kvgate.workload.schema import read_workload
+
+    cases = select_cases(read_workload(Path(manifest["workload_path"])), manifest.get("limit"))
+    if any(c.prompt_token_ids is None for c in cases):
+        return []
+    shared = shared_prefixes([c.prompt_token_ids or () for c in cases])
+    allowed = dict(zip((c.case_id for c in cases), shared, strict=True))
+    over = [r for r in suspect if r["n_cached_tokens"] > allowed.get(r["case_id"], 0)]
+    violations = []
+    for arm in sorted({r["arm"] for r in over}):
+        mine = [r for r in over if r["arm"] == arm]
+        first = mine[0]
+        violations.append(
+            f"reuse arm {arm!r} read more cached tokens than its own prompts can explain in {len(mine)} "
+            f"rows (case {first['case_id']}: {first['n_cached_tokens']} cached, at most "
+            f"{allowed.get(first['case_id'], 0)} shared with any other prompt): KV from another namespace"
+        )
+    return violations
+
+
 def isolation_violations(run_dir: Path) -> list[str]:
     """One sentence per pass whose counters contradict its arm; empty when isolation held."""
     manifest = read_manifest(run_dir)
-    rows = read_results(run_dir, ["arm", "replicate", "attempt", "n_cached_tokens"]).to_pylist()
+    rows = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "n_cached_tokens"]).to_pylist()
     hits: dict[tuple[str, int, int], list[bool]] = defaultdict(list)
     for row in rows:
         hits[(row["arm"], row["replicate"], row["attempt"])].append(row["n_cached_tokens"] > 0)
@@ -48,4 +95,4 @@ def isolation_violations(run_dir: Path) -> list[str]:
             violations.append(
                 f"reuse arm {label!r} reported no cache hits in {len(flags)} cases: it never reused"
             )
-    return violations
+    return violations + foreign_hits(run_dir, manifest, rows)

@@ -104,3 +104,44 @@ def test_reuse_arm_hits_in_its_own_namespace_only(
     assert all(r["n_cached_tokens"] == 0 for r in rows if r["arm"] != "prefix-reuse")
     report = json.loads(kvgate("report", run_dir, "--format", "json").stdout)
     assert report["noise_floor"]["flips"] == 0
+
+
+def test_a_reuse_arm_served_kv_from_another_namespace_exits_4(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path
+) -> None:
+    """A leak planted on the reuse arms alone: the second reuse arm finds the first one's prompts cached
+    whole. Reuse arms may hit, so only the size of the hits can show it."""
+    body = (
+        '[matrix]\ncontrol = "full"\ncandidates = ["prefix-reuse", "span-reuse"]\n'
+        "[faults.prefix-reuse]\nsalt_leak = true\n[faults.span-reuse]\nsalt_leak = true\n"
+    )
+    code, stderr, _ = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
+    assert code == 4
+    (line,) = [x for x in stderr.splitlines() if "isolation" in x]
+    assert "reuse arm 'span-reuse' read more cached tokens than its own prompts can explain" in line
+    assert "KV from another namespace" in line
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    body = '[matrix]\ncontrol = "full"\ncandidates = ["prefix-reuse", "span-reuse"]\n'
+    code, stderr, _ = _run(kvgate, smoke_workload, clean, body, "--quiet")
+    assert code != 4, stderr
+
+
+def test_shared_prefixes_against_a_pairwise_scan() -> None:
+    import random
+
+    from kvgate.runner.isolation import shared_prefixes
+
+    rng = random.Random(3)
+    prompts = [[rng.choice((1, 2)) for _ in range(rng.randint(0, 8))] for _ in range(60)]
+
+    def lcp(a: list[int], b: list[int]) -> int:
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+
+    brute = [
+        max((lcp(p, q) for j, q in enumerate(prompts) if j != i), default=0) for i, p in enumerate(prompts)
+    ]
+    assert shared_prefixes(prompts) == brute
