@@ -94,7 +94,12 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
     from kvgate.gate.policy import load_policy
     from kvgate.runner.manifest import build_manifest, write_manifest
     from kvgate.runner.part_index import binding, entry, key_of, write_index
-    from kvgate.runner.store import RESULT_SCHEMA
+    from kvgate.runner.store import (
+        CERTIFICATE_COLUMNS,
+        RESULT_SCHEMA,
+        RESULT_SCHEMA_VERSION,
+        RESULT_VERSION_KEY,
+    )
     from kvgate.treatments.matrix import parse_matrix_text
     from kvgate.workload.schema import Workload
 
@@ -136,9 +141,12 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
             "first_divergence": pa.array(
                 np.where(passed | control, -1, 0).astype(np.int32), mask=passed | control
             ),
+            **{c: pa.nulls(n_cases, pa.float64()) for c in CERTIFICATE_COLUMNS},
         }
         table = pa.table(columns, schema=RESULT_SCHEMA)
-        table = table.replace_schema_metadata(binding(manifest["run_id"], arm))
+        table = table.replace_schema_metadata(
+            {**binding(manifest["run_id"], arm), RESULT_VERSION_KEY: str(RESULT_SCHEMA_VERSION).encode()}
+        )
         arm_dir = run_dir / "results" / arm
         arm_dir.mkdir(parents=True, exist_ok=True)
         first = len(list(arm_dir.glob("part-*.parquet")))
