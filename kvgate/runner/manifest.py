@@ -130,6 +130,12 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             raise BadInput(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes: not a manifest")
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
+        started = run_dir.is_dir() and {c.name for c in run_dir.iterdir()} <= {".lock", "results"}
+        if started and not any(run_dir.glob("results/*/part-*.parquet")):
+            raise BadInput(
+                f"{run_dir} has no {MANIFEST}: the run was stopped before it began, so nothing was "
+                "generated; run the same `kvgate run` command again"
+            ) from None
         raise BadInput(f"{run_dir} is not a kvgate run: no {MANIFEST}") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or bad UTF-8
         raise BadInput(f"{path} is unreadable: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
