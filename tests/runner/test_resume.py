@@ -180,17 +180,13 @@ def test_resume_refuses_a_treatment_gone_from_the_catalog(
     )
 
 
-def test_a_run_stopped_before_its_manifest_says_how_to_go_on(tmp_path: Path) -> None:
+def test_a_run_stopped_before_its_manifest_says_how_to_go_on(kvgate: Invoke, tmp_path: Path) -> None:
     """Killed after taking its lock and before writing its manifest: nothing was generated, and the
     message says to run the same command again (it reaches the same run directory)."""
-    from click.testing import CliRunner
-
-    from kvgate.cli import cli
-
     run_dir = tmp_path / "runs" / "0123456789ab"
     run_dir.mkdir(parents=True)
     (run_dir / ".lock").write_text("")
-    result = CliRunner().invoke(cli, ["run", "--resume", str(run_dir)])
+    result = kvgate("run", "--resume", run_dir)
     assert result.exit_code == 2
     assert "the run was stopped before it began, so nothing was generated" in result.output
     assert "run the same `kvgate run` command again" in result.output
