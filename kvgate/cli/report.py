@@ -60,8 +60,16 @@ def write_output(output: Path, text: str) -> None:
     "--compare",
     type=click.Path(path_type=Path),
     default=None,
-    help="Baseline run: CFR deltas, decision changes.",
+    help="Baseline run: CFR deltas, decision changes; regressions listed first.",
 )
+@click.option(
+    "--fail-on-regression", is_flag=True,
+    help="With --compare: exit 1 when a slice regressed (decision worse, or a gated CFR rose significantly).",
+)  # fmt: skip
+@click.option(
+    "--allow-different", is_flag=True,
+    help="With --compare: compare runs of different workloads, models or engines.",
+)  # fmt: skip
 @click.option(
     "--junit-inconclusive",
     type=click.Choice(["failure", "skip"]),
@@ -79,13 +87,15 @@ def report(
     policy_changed_reason: str | None,
     policy_unsafe_reason: str | None,
     compare: Path | None,
+    fail_on_regression: bool,
+    allow_different: bool,
     junit_inconclusive: str,
 ) -> None:
     """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ.
 
     The exit code is the gate's: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 engine error.
     """
-    from kvgate.errors import BadInput
+    from kvgate.errors import EXIT_GATE_FAILED, BadInput
     from kvgate.report.model import build_report
 
     policy_text = None
@@ -103,6 +113,8 @@ def report(
         baseline = build_report(
             compare, policy_text, policy_changed_reason if policy_text else None, policy_unsafe_reason
         )
-        data["compare"] = compare_reports(data, baseline)
+        data["compare"] = compare_reports(data, baseline, allow_different)
     emit(data, fmt, output, junit_inconclusive)
+    if fail_on_regression and data.get("compare", {}).get("regressions"):
+        ctx.exit(EXIT_GATE_FAILED)
     ctx.exit(data["exit_code"])

@@ -1,13 +1,27 @@
 """Two runs' reports side by side, for nightly regressions: the same arms and slices, CFR deltas and
-decision changes (`kvgate report RUN --compare BASELINE`). Reads only the two report models."""
+decision changes (`kvgate report RUN --compare BASELINE`). Reads only the two report models.
+
+A slice regressed when its decision got worse, or when it gates and its CFR rose significantly: the
+one-sided Fisher exact test of the current cache-induced failures against the baseline's (each over its
+control passes), Holm-adjusted across the arm's gated slices, at the current policy's α. Runs of
+different workloads, models or engines are not comparable unless the caller says so.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from kvgate.errors import BadInput
+from kvgate.report.numbers import finite
+from kvgate.stats.tests import fisher_greater, holm
+
 SEVERITY = {"pass": 0, "inconclusive": 1, "error": 2, "fail": 3}
 """How bad a decision is: moving up this scale is a regression."""
 RUN_KEYS = ("workload_sha256", "model", "engine", "policy_sha256", "n_cases")
+COMPARABLE = ("workload_sha256", "model", "engine")
+"""Runs that differ in these are refused unless allowed."""
 
 
 def _run(report: dict[str, Any]) -> dict[str, Any]:
@@ -54,15 +68,42 @@ def compare_slice(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> di
         "decision": get(cur, "decision"),
         "baseline_decision": get(base, "decision"),
         "change": _change(get(cur, "decision"), get(base, "decision")),
+        "gated": bool(cur is not None and cur.get("gated")),
+        "rise_p": _rise_p(cur, base),
+        "rise_p_holm": None,
     }
 
 
-def compare_arm(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> dict[str, Any]:
+def _rise_p(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> float | None:
+    """One-sided Fisher p that the current CFR exceeds the baseline's; None without both counts."""
+    if cur is None or base is None or not cur["control_passes"] or not base["control_passes"]:
+        return None
+    p = fisher_greater(
+        np.array([cur["cache_induced_failures"]]), np.array([cur["control_passes"]]),
+        np.array([base["cache_induced_failures"]]), np.array([base["control_passes"]]),
+    )  # fmt: skip
+    return finite(p[0])
+
+
+def mark_rises(slices: list[dict[str, Any]], alpha: float) -> None:
+    """Holm-adjust the rise p-values of the gated slices and mark significant rises as regressions."""
+    gated = [s for s in slices if s["gated"]]
+    for s, adjusted in zip(gated, holm([s["rise_p"] for s in gated]), strict=True):
+        s["rise_p_holm"] = adjusted
+        if adjusted is not None and adjusted <= alpha and s["change"] in ("same", "improvement"):
+            s["change"] = "regression"
+
+
+def compare_arm(
+    cur: dict[str, Any] | None, base: dict[str, Any] | None, alpha: float = 0.05
+) -> dict[str, Any]:
     some = cur or base
     assert some is not None
     cur_slices = {s["slice"]: s for s in (cur or {}).get("slices", [])}
     base_slices = {s["slice"]: s for s in (base or {}).get("slices", [])}
     names = list(cur_slices) + [n for n in base_slices if n not in cur_slices]
+    slices = [compare_slice(cur_slices.get(n), base_slices.get(n)) for n in names]
+    mark_rises(slices, alpha)
     return {
         "arm": some["arm"],
         "kind": some["kind"],
@@ -72,19 +113,41 @@ def compare_arm(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> dict
         "change": _change(
             None if cur is None else cur["decision"], None if base is None else base["decision"]
         ),
-        "slices": [compare_slice(cur_slices.get(n), base_slices.get(n)) for n in names],
+        "slices": slices,
     }
 
 
-def compare_reports(current: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
-    """`current` against `baseline`: per arm (matched by name) and slice, deltas are current − baseline."""
+def compare_reports(
+    current: dict[str, Any], baseline: dict[str, Any], allow_different: bool = False
+) -> dict[str, Any]:
+    """`current` against `baseline`: per arm (matched by name) and slice, deltas are current − baseline.
+    BadInput when the runs differ in workload, model or engine and `allow_different` is False."""
+    differs = [k for k in RUN_KEYS if current["run"].get(k) != baseline["run"].get(k)]
+    incomparable = [k.replace("_sha256", "") for k in COMPARABLE if k in differs]
+    if incomparable and not allow_different:
+        raise BadInput(
+            f"run {current['run']['run_id']} and baseline {baseline['run']['run_id']} differ in "
+            f"{', '.join(incomparable)}: not comparable (pass --allow-different to compare anyway)"
+        )
+    alpha = 1.0 - float(current["policy"]["confidence"])
     cur_arms = {a["arm"]: a for a in current["arms"]}
     base_arms = {a["arm"]: a for a in baseline["arms"]}
     names = list(cur_arms) + [n for n in base_arms if n not in cur_arms]
-    arms = [compare_arm(cur_arms.get(n), base_arms.get(n)) for n in names]
-    differs = [k for k in RUN_KEYS if current["run"].get(k) != baseline["run"].get(k)]
+    arms = [compare_arm(cur_arms.get(n), base_arms.get(n), alpha) for n in names]
     regressions = [
-        {"arm": a["arm"], "slice": s["slice"], "from": s["baseline_decision"], "to": s["decision"]}
+        {
+            "arm": a["arm"],
+            "slice": s["slice"],
+            "from": s["baseline_decision"],
+            "to": s["decision"],
+            "baseline_cfr": s["baseline_cfr"],
+            "cfr": s["cfr"],
+            "cfr_delta": s["cfr_delta"],
+            "rise_p_holm": s["rise_p_holm"],
+            "why": "decision worse"
+            if _change(s["decision"], s["baseline_decision"]) == "regression"
+            else "CFR rose significantly",
+        }
         for a in arms
         for s in a["slices"]
         if s["change"] == "regression"

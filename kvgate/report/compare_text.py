@@ -71,6 +71,18 @@ def rows(compare: dict[str, Any]) -> list[list[str]]:
     return [[arm_label(arm), *cells(s)] for arm in compare["arms"] for s in shown_slices(arm)]
 
 
+def regression_lines(compare: dict[str, Any]) -> list[str]:
+    """One line per regression against the baseline (what nightly jobs read first)."""
+    lines = []
+    for r in compare["regressions"]:
+        p = "" if r["rise_p_holm"] is None else f", Holm p {r['rise_p_holm']:.2g}"
+        lines.append(
+            f"REGRESSION {r['arm']} / {r['slice']}: CFR {pct(r['baseline_cfr'])} → {pct(r['cfr'])} "
+            f"({_signed(r['cfr_delta'])}{p}), {r['from'] or '—'} → {r['to'] or '—'}: {r['why']}"
+        )
+    return lines
+
+
 def headline(compare: dict[str, Any]) -> str:
     cur, base = compare["current"], compare["baseline"]
     text = (

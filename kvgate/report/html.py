@@ -71,13 +71,16 @@ def render_html(report: dict[str, Any]) -> str:
     divergence_plot = plots.divergence(report)
     compare = None
     if "compare" in report:
-        from kvgate.report.compare_text import HEADERS, headline, rows
+        from kvgate.report.compare_text import HEADERS, headline, regression_lines, rows
 
         compare = {
             "headline": headline(report["compare"]),
             "headers": HEADERS,
             "rows": rows(report["compare"]),
         }
+        regressions = regression_lines(report["compare"])
+    else:
+        regressions = []
     verdicts = []
     for arm in report["arms"]:
         verdicts.append(
@@ -104,9 +107,8 @@ def render_html(report: dict[str, Any]) -> str:
             ],
             warnings=([f"policy changed after the run: {changed}"] if changed else [])
             + [f"note: {n}" for n in report["notes"]],
-            errors=[
-                f"isolation error, {c['arm']}: {c['detail']}" for c in report["isolation"] if not c["ok"]
-            ],
+            errors=regressions
+            + [f"isolation error, {c['arm']}: {c['detail']}" for c in report["isolation"] if not c["ok"]],
             context_plot=markup(context_plot) if context_plot else None,
             divergence_plot=markup(divergence_plot) if divergence_plot else None,
             slice_headers=text.SLICE_COLUMNS,

@@ -66,6 +66,8 @@ def render_junit(report: dict[str, Any], inconclusive: str = "failure") -> str:
     root = ET.Element("testsuites", {"name": f"kvgate {report['run']['run_id']}"})
     totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
     counted = {"failure": "failures", "error": "errors", "skipped": "skipped"}
+    if "compare" in report:  # regressions against the baseline come first
+        _regressions(root, report["compare"], totals)
     for arm in report["arms"]:
         suite = ET.SubElement(root, "testsuite", {"name": arm["arm"]})
         props = ET.SubElement(suite, "properties")
@@ -91,3 +93,24 @@ def render_junit(report: dict[str, Any], inconclusive: str = "failure") -> str:
         root.set(key, str(value))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _regressions(root: ET.Element, compare: dict[str, Any], totals: dict[str, int]) -> None:
+    """A suite of the comparison with the baseline: one failing case per regressed slice, else one
+    passing case."""
+    from kvgate.report.compare_text import regression_lines
+
+    suite = ET.SubElement(root, "testsuite", {"name": f"regressions vs {compare['baseline']['run_id']}"})
+    lines = regression_lines(compare)
+    classname = "kvgate.regressions"
+    for r, line in zip(compare["regressions"], lines, strict=True):
+        case = ET.SubElement(
+            suite, "testcase", {"classname": classname, "name": f"{r['arm']} / {r['slice']}", "time": "0"}
+        )
+        ET.SubElement(case, "failure", {"message": line, "type": "regression"}).text = line
+    if not lines:
+        ET.SubElement(suite, "testcase", {"classname": classname, "name": "no regressions", "time": "0"})
+    counts = {"tests": max(len(lines), 1), "failures": len(lines), "errors": 0, "skipped": 0}
+    for key, value in counts.items():
+        suite.set(key, str(value))
+        totals[key] += value

@@ -122,6 +122,11 @@ def _render(report: dict[str, Any], level: int) -> str:
     mark = text.DECISION_MARK[report["decision"]]
     lines = [f"## {mark} kvgate: {report['decision'].upper()} (exit {report['exit_code']})", ""]
     lines += verdicts(report)
+    if "compare" in report:
+        from kvgate.report.compare_text import headline, regression_lines
+
+        lines += ["", f"**{headline(report['compare'])}**"]
+        lines += [f"- ❌ {line}" for line in regression_lines(report["compare"])]
     lines += ["", f"- {text.run_line(report)}", f"- {text.policy_line(report)}"]
     if report["policy"]["changed_reason"]:
         lines.append(f"- **policy changed after the run:** {report['policy']['changed_reason']}")

@@ -138,6 +138,12 @@ def render_terminal(report: dict[str, Any], console: Console) -> None:
     console.print(Text("kvgate report · ", style="bold") + Text(text.run_line(report)))
     console.print(verdicts(report))
     console.print(gate_text(report))
+    if "compare" in report:
+        from kvgate.report.compare_text import headline, regression_lines
+
+        console.print(Text(headline(report["compare"]), style="bold"))
+        for line in regression_lines(report["compare"]):
+            console.print(Text(line, style="bold red"))
     console.print()
     _header(report, console)
     for arm in report["arms"]:

@@ -168,7 +168,8 @@ def test_compare_two_runs(fixed_run: Path, tmp_path: Path) -> None:
     assert offload_all["cfr_delta"] == pytest.approx(1 / 46)
     fp8_all = arms["fp8-e4m3"]["slices"][0]
     assert fp8_all["cfr_delta"] == pytest.approx(1 / 46 - 3 / 46)
-    assert {"arm": "offload-host", "slice": "all", "from": "pass", "to": "fail"} in compare["regressions"]
+    offload = next(r for r in compare["regressions"] if (r["arm"], r["slice"]) == ("offload-host", "all"))
+    assert (offload["from"], offload["to"], offload["why"]) == ("pass", "fail", "decision worse")
     assert arms["snapkv-50"]["change"] == "same" and arms["snapkv-50"]["spec_changed"] is False
     table = invoke(str(worse), "--compare", str(fixed_run)).output
     assert "regression" in table and "pass → fail" in table and "+2.2 pp" in table
@@ -176,6 +177,46 @@ def test_compare_two_runs(fixed_run: Path, tmp_path: Path) -> None:
     assert "### Comparison" in md and "**regression**" in md
     html = invoke(str(worse), "--compare", str(fixed_run), "--format", "html").stdout
     assert "<h2>Comparison</h2>" in html
+
+
+def test_a_significant_cfr_rise_is_a_regression_even_when_the_decision_stays(tmp_path: Path) -> None:
+    """A nightly pair: snapkv fails `all` in both runs, but its CFR rose from 10/46 to 22/46 (+26 points):
+    one-sided Fisher p ≈ 0.007 on that gated slice. `--fail-on-regression` exits 1 and every format
+    lists the regression first."""
+    base = make_fixed_run(tmp_path / "base", fails={"snapkv-50": set(range(10))})
+    worse = make_fixed_run(tmp_path / "worse", fails={"snapkv-50": set(range(22))})
+    args = [str(worse), "--compare", str(base)]
+    data = as_json(invoke(*args, "--format", "json"))
+    (first, *_) = data["compare"]["regressions"]
+    assert (first["arm"], first["slice"], first["from"], first["to"]) == ("snapkv-50", "all", "fail", "fail")
+    assert first["why"] == "CFR rose significantly" and first["cfr_delta"] == pytest.approx(12 / 46)
+    assert first["rise_p_holm"] is not None and first["rise_p_holm"] <= 0.1
+    assert invoke(*args, "--format", "json", "--fail-on-regression").exit_code == 1
+    table = invoke(*args).output
+    verdicts_end = table.index("gate: ")
+    assert "REGRESSION snapkv-50 / all: CFR 21.7% → 47.8% (+26.1 pp" in table[: verdicts_end + 400]
+    md = invoke(*args, "--format", "md").stdout
+    assert md.index("REGRESSION snapkv-50 / all") < md.index("### ")
+    junit = ET.fromstring(invoke(*args, "--format", "junit").stdout)
+    suite = junit.findall("testsuite")[0]
+    assert suite.get("name", "").startswith("regressions vs ") and suite.find("testcase/failure") is not None
+    same = invoke(str(base), "--compare", str(base), "--format", "json", "--fail-on-regression")
+    assert as_json(same)["compare"]["regressions"] == [] and same.exit_code == 1  # snapkv fails either way
+
+
+def test_runs_of_different_workloads_are_not_compared_unless_allowed(
+    fixed_run: Path, smoke_workload: Path, tmp_path: Path
+) -> None:
+    other = CliRunner().invoke(
+        cli, ["run", "--engine", "fake", "-w", str(smoke_workload), "-o", str(tmp_path / "runs"), "--quiet"]
+    )
+    assert other.exit_code == 3, other.output
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if (p / "manifest.json").exists()]
+    refused = invoke(str(fixed_run), "--compare", str(run_dir))
+    assert refused.exit_code == 2 and "not comparable (pass --allow-different" in refused.output
+    assert "differ in workload, model, engine" in refused.output
+    allowed = invoke(str(fixed_run), "--compare", str(run_dir), "--allow-different", "--format", "json")
+    assert allowed.exit_code == 1 and "compare" in as_json(allowed)
 
 
 def test_engine_errors_in_the_control_make_every_unfailed_arm_an_error(tmp_path: Path) -> None:
