@@ -19,6 +19,7 @@ from kvgate.errors import BadInput, EngineFailure
 from kvgate.gate.policy import Policy
 from kvgate.paths import REPO_ROOT
 from kvgate.runner.manifest_schema import check_manifest_shape
+from kvgate.runner.part_index import file_sha256
 from kvgate.treatments.matrix import Matrix
 from kvgate.workload.schema import Workload, atomic_write
 
@@ -97,6 +98,7 @@ def build_manifest(
         **identity,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "workload_path": str(workload.path.resolve()) if workload.path else None,
+        "workload_file_sha256": file_sha256(workload.path) if workload.path else None,
         "tokenizer": workload.meta.get("tokenizer"),
         "n_cases": len(case_ids),
         "limit": limit,
@@ -130,7 +132,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             raise BadInput(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes: not a manifest")
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        started = run_dir.is_dir() and {c.name for c in run_dir.iterdir()} <= {".lock", "results"}
+        started = (run_dir / ".lock").exists() and {c.name for c in run_dir.iterdir()} <= {".lock", "results"}
         if started and not any(run_dir.glob("results/*/part-*.parquet")):
             raise BadInput(
                 f"{run_dir} has no {MANIFEST}: the run was stopped before it began, so nothing was "

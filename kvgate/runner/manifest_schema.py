@@ -58,6 +58,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
             },
         },
         "workload_path": {"type": "string", "minLength": 1},
+        "workload_file_sha256": {"anyOf": [HEX64, {"type": "null"}]},
         "n_cases": {"type": "integer", "minimum": 1},
         "limit": {"type": ["integer", "null"], "minimum": 1},
         "policy_text": {"type": "string"},
