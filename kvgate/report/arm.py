@@ -62,7 +62,7 @@ class RunContext:
             return None
         if "run" not in self._evidence:
             path = self.manifest.get("workload_path")
-            self._evidence["run"] = Evidence(self.rows.run_dir, self.cases, path)
+            self._evidence["run"] = Evidence(self.rows.run_dir, self.cases, path, self.rows)
         return self._evidence["run"]
 
 

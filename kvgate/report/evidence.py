@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from kvgate.errors import BadInput
 from kvgate.report.arrow_numpy import int64_array, to_numpy
 from kvgate.report.numbers import finite, ratio
-from kvgate.report.run_data import CaseTable, positions
+from kvgate.report.run_data import CaseTable, RunRows, positions
 from kvgate.runner.store import part_paths
 
 NUMERIC = ["case_id", "replicate", "attempt", "n_kv_entries_kept", "ttft_s", "latency_s"]
@@ -54,6 +54,18 @@ def _read(path: Path, columns: list[str]) -> pa.Table:
             return part.read(columns=columns, use_threads=False)
     except (OSError, pa.ArrowException, KeyError) as exc:
         raise BadInput(f"result part {path} is unreadable: {str(exc).splitlines()[0]}") from None
+
+
+def extras_from_rows(rows: RunRows, arm: str) -> ArmExtras:
+    """`arm`'s measurements placed by case position, from the rows the report has read already."""
+    n = rows.n
+    part, offset = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    kept, ttft, latency = np.full(n, -1, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan)
+    if arm in rows.arm_names:
+        index, pos = rows.first_attempts(arm)
+        part[pos], offset[pos] = rows.part[index], rows.offset[index]
+        kept[pos], ttft[pos], latency[pos] = rows.kv_kept[index], rows.ttft[index], rows.latency[index]
+    return ArmExtras(list(rows.paths), part, offset, kept, ttft, latency)
 
 
 def arm_extras(run_dir: Path, arm: str, cases: CaseTable) -> ArmExtras:
@@ -154,10 +166,13 @@ def kv_bytes(kv_kept: float | None, spec: dict[str, Any], engine_dtype: str | No
 class Evidence:
     """The run's extra columns, read per arm on first use (the control's once for every arm)."""
 
-    def __init__(self, run_dir: Path, cases: CaseTable, workload_path: str | None) -> None:
+    def __init__(
+        self, run_dir: Path, cases: CaseTable, workload_path: str | None, rows: RunRows | None = None
+    ) -> None:
         self.run_dir = run_dir
         self.cases = cases
         self.workload_path = workload_path
+        self.rows = rows
         self._arms: dict[str, ArmExtras] = {}
         self._failures: dict[tuple[str, str, int], dict[str, Any]] = {}
         """(control, candidate, case position) → its example, read once however often it is asked for
@@ -165,7 +180,11 @@ class Evidence:
 
     def arm(self, name: str) -> ArmExtras:
         if name not in self._arms:
-            self._arms[name] = arm_extras(self.run_dir, name, self.cases)
+            self._arms[name] = (
+                extras_from_rows(self.rows, name)
+                if self.rows is not None
+                else arm_extras(self.run_dir, name, self.cases)
+            )
         return self._arms[name]
 
     @cached_property

@@ -28,9 +28,10 @@ from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
 RESULT_COLUMNS = [
     "case_id", "arm", "replicate", "attempt", "passed", "fail_kind", "n_cached_tokens",
-    "mean_logprob", "first_divergence", "n_prompt_tokens",
+    "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
 ]  # fmt: skip
-"""What the report reads of each result part; output texts and token ids are never loaded."""
+"""What the report reads of each result part in one pass; texts are read only for failing examples
+(report.evidence) and token ids never."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,9 @@ NUMERIC = {  # column → (fill for null, dtype)
     "mean_logprob": (np.nan, np.float64),
     "first_divergence": (-1, np.int64),
     "n_prompt_tokens": (-1, np.int64),
+    "n_kv_entries_kept": (-1, np.int64),
+    "ttft_s": (np.nan, np.float64),
+    "latency_s": (np.nan, np.float64),
 }
 DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
@@ -300,6 +304,13 @@ class RunRows:
         self.n = cases.n
         self.arm_names = arm_names
         self.run_dir = run_dir
+        self.paths = paths
+        lengths = np.array([t.num_rows for t in parts], dtype=np.int64)
+        self.part = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+        """Per row: its part's index in `paths`, and (`offset`) its row in that part."""
+        self.offset = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(lengths) - lengths, lengths
+        )
         if parts:
             table = pa.concat_tables(parts)
             arm, arm_values = dictionary_codes(table["arm"])
@@ -319,6 +330,12 @@ class RunRows:
         self.replicate, self.attempt, self.passed = cols["replicate"], cols["attempt"], cols["passed"]
         self.cached, self.mean_logprob = cols["n_cached_tokens"], cols["mean_logprob"]
         self.first_divergence, self.n_prompt_tokens = cols["first_divergence"], cols["n_prompt_tokens"]
+        self.kv_kept, self.ttft, self.latency = cols["n_kv_entries_kept"], cols["ttft_s"], cols["latency_s"]
+
+    def first_attempts(self, arm: str, replicate: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(row indices, their case positions) of `arm`'s first attempts of `replicate`."""
+        rows = np.flatnonzero(self._of(arm) & (self.replicate == replicate) & (self.attempt == 0))
+        return rows, self.case[rows]
 
     def _of(self, arm: str) -> np.ndarray:
         return self.arm == self.arm_names.index(arm)

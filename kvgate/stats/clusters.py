@@ -15,6 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 
+def singletons(clusters: np.ndarray) -> bool:
+    """Whether every case is its own cluster (cluster codes 0 … n−1, as report.slices gives them then)."""
+    c = np.asarray(clusters)
+    return bool(c.size == 0 or (c.min() >= 0 and np.bincount(c).max() == 1))
+
+
 def clusters_per_slice(
     slice_codes: np.ndarray, n_slices: int, clusters: np.ndarray, counted: np.ndarray
 ) -> np.ndarray:
@@ -24,6 +30,8 @@ def clusters_per_slice(
     """
     codes = np.asarray(slice_codes, dtype=np.int64)
     keep = np.asarray(counted, dtype=bool) & (codes >= 0)
+    if singletons(clusters):  # every case its own cluster: the count of cases
+        return np.bincount(codes[keep], minlength=n_slices)[:n_slices]
     width = int(clusters.max()) + 1 if clusters.size else 1
     pairs = np.unique(codes[keep] * width + np.asarray(clusters, dtype=np.int64)[keep])
     return np.bincount(pairs // width, minlength=n_slices)[:n_slices]
