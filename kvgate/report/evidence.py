@@ -1,9 +1,8 @@
 """What an arm's cache-induced failures looked like and what the arm buys, from the stored rows.
 
-The statistics read only verdict columns (`run_data`); this module reads the measurements (KV entries
-kept, TTFT, latency) of each arm's first attempts of replicate 0 from the arm's parts, then the texts
-(answers, the validator's detail, first divergent token) only from the parts holding a failing case, and
-the workload's expected answers.
+The measurements (KV entries kept, TTFT, latency) of each arm's first attempts of replicate 0 come from
+the rows `run_data` read with the verdicts; the texts (answers, the validator's detail, first divergent
+token) are read only from the parts holding a failing case, with the workload's expected answers.
 """
 
 from __future__ import annotations
@@ -22,12 +21,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput
-from kvgate.report.arrow_numpy import int64_array, to_numpy
+from kvgate.report.arrow_numpy import int64_array
 from kvgate.report.numbers import finite, ratio
-from kvgate.report.run_data import CaseTable, RunRows, positions
-from kvgate.runner.store import part_paths
+from kvgate.report.run_data import CaseTable, RunRows
 
-NUMERIC = ["case_id", "replicate", "attempt", "n_kv_entries_kept", "ttft_s", "latency_s"]
 TEXT = ["output_text", "detail", "fail_kind", "first_divergence"]
 """Read only from the parts that hold a failing example's row."""
 THREADS = min(4, os.cpu_count() or 1)
@@ -66,31 +63,6 @@ def extras_from_rows(rows: RunRows, arm: str) -> ArmExtras:
         part[pos], offset[pos] = rows.part[index], rows.offset[index]
         kept[pos], ttft[pos], latency[pos] = rows.kv_kept[index], rows.ttft[index], rows.latency[index]
     return ArmExtras(list(rows.paths), part, offset, kept, ttft, latency)
-
-
-def arm_extras(run_dir: Path, arm: str, cases: CaseTable) -> ArmExtras:
-    """`arm`'s measurements placed by case position, read from its parts in parallel threads."""
-    paths = [p for p in part_paths(run_dir) if p.parent.name == arm]
-    with ThreadPoolExecutor(max_workers=THREADS) as pool:
-        tables = list(pool.map(lambda p: _read(p, NUMERIC), paths))
-    n = cases.n
-    part, offset = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
-    kept, ttft, latency = np.full(n, -1, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan)
-    lengths = np.array([t.num_rows for t in tables], dtype=np.int64)
-    if lengths.sum():
-        table = pa.concat_tables(tables)
-        first = (to_numpy(table["replicate"], 0, np.int64) == 0) & (
-            to_numpy(table["attempt"], 0, np.int64) == 0
-        )
-        pos = positions(table["case_id"], cases, run_dir)[first]
-        part[pos] = np.repeat(np.arange(len(tables)), lengths)[first]
-        offset[pos] = (np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths))[
-            first
-        ]
-        kept[pos] = to_numpy(table["n_kv_entries_kept"], -1, np.int64)[first]
-        ttft[pos] = to_numpy(table["ttft_s"], np.nan, np.float64)[first]
-        latency[pos] = to_numpy(table["latency_s"], np.nan, np.float64)[first]
-    return ArmExtras(paths, part, offset, kept, ttft, latency)
 
 
 def texts(extras: ArmExtras, where: np.ndarray) -> dict[str, list[Any]]:
@@ -166,9 +138,7 @@ def kv_bytes(kv_kept: float | None, spec: dict[str, Any], engine_dtype: str | No
 class Evidence:
     """The run's extra columns, read per arm on first use (the control's once for every arm)."""
 
-    def __init__(
-        self, run_dir: Path, cases: CaseTable, workload_path: str | None, rows: RunRows | None = None
-    ) -> None:
+    def __init__(self, run_dir: Path, cases: CaseTable, workload_path: str | None, rows: RunRows) -> None:
         self.run_dir = run_dir
         self.cases = cases
         self.workload_path = workload_path
@@ -180,11 +150,7 @@ class Evidence:
 
     def arm(self, name: str) -> ArmExtras:
         if name not in self._arms:
-            self._arms[name] = (
-                extras_from_rows(self.rows, name)
-                if self.rows is not None
-                else arm_extras(self.run_dir, name, self.cases)
-            )
+            self._arms[name] = extras_from_rows(self.rows, name)
         return self._arms[name]
 
     @cached_property
