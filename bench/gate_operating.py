@@ -24,11 +24,12 @@ from kvgate.gate.policy import Policy, load_policy
 from kvgate.gate.simulate import Scenario, Structure, operating
 from kvgate.report.gate_structure import gate_structure
 from kvgate.report.run_data import read_workload_cases
+from kvgate.shipped import suites_dir
 from kvgate.stats.intervals import cp_bounds
 from kvgate.workload.freeze import freeze
 from kvgate.workload.tokenizer import WordTokenizer
 
-SUITES = common.REPO_ROOT / "suites"
+SUITES = suites_dir()
 
 
 def frozen(tmp: Path, name: str, factor: int = 1) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 import common
 import pyarrow.parquet as pq
 
+from kvgate.shipped import suites_dir
 from kvgate.workload.freeze import freeze
 from kvgate.workload.tokenizer import WordTokenizer
 
@@ -30,7 +31,7 @@ wrong_answer_rate = 0.2
 
 
 def ruler(tmp: Path, factor: int) -> Path:
-    text = (common.REPO_ROOT / "suites" / "ruler.toml").read_text()
+    text = (suites_dir() / "ruler.toml").read_text()
     for per_cell in (2, 4):
         text = text.replace(f"per_cell = {per_cell}\n", f"per_cell = {per_cell * factor}\n")
     suite = tmp / "ruler.toml"

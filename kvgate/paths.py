@@ -1,5 +1,5 @@
-"""Where the shipped specs live (the repository's top-level `suites/`, `treatments/`, `reports/`), kvgate's
-cache, and how a cached folder is written (`replaced_folder`)."""
+"""The repository kvgate runs from (for its git commit), kvgate's cache, and how a cached folder is
+written (`replaced_folder`). Shipped specs are found through `kvgate.shipped`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SUITES_DIR = REPO_ROOT / "suites"
-TREATMENTS_DIR = REPO_ROOT / "treatments"
-REPORTS_DIR = REPO_ROOT / "reports"
 
 
 def cache_dir() -> Path:

@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvgate import shipped
 from kvgate.errors import BadInput
-from kvgate.paths import TREATMENTS_DIR
 from kvgate.tomlspec import check_keys, parse_toml
 
-DEFAULT_POLICY = TREATMENTS_DIR / "policy.toml"
 RULES = ("upper_bound", "point")
 SPECIAL_SLICES = ("all", "critical")
 SAFE_CONFIDENCE = 0.8
@@ -177,7 +176,7 @@ def parse_policy(text: str, where: str) -> Policy:
 
 
 def load_policy(path: Path | None) -> Policy:
-    path = path or DEFAULT_POLICY
+    path = path or shipped.default_policy()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -1,16 +1,16 @@
 """One self-contained HTML file: verdicts per arm first, then gains, failing examples, tables and plots
 (inline SVG), no external assets.
 
-The page is the Jinja2 template `reports/report.html.j2`, autoescaped; this module only arranges the
-report JSON's wording (`text`) and plots (`plots`) into the values it reads.
+The page is the Jinja2 template `kvgate/data/reports/report.html.j2`, autoescaped; this module only
+arranges the report JSON's wording (`text`) and plots (`plots`) into the values it reads.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kvgate import shipped
 from kvgate.errors import BadInput
-from kvgate.paths import REPORTS_DIR
 from kvgate.report import plots, text
 
 TEMPLATE = "report.html.j2"
@@ -27,7 +27,7 @@ def _template() -> Any:
     except ImportError:
         raise BadInput("the HTML report needs jinja2: pip install 'kvgate[report]'") from None
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(REPORTS_DIR),
+        loader=jinja2.FileSystemLoader(shipped.reports_dir()),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,

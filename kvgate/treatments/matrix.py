@@ -1,4 +1,4 @@
-"""Matrix specs (TOML under `treatments/`): the treatments and which arms a run compares.
+"""Matrix specs (TOML; shipped ones in `kvgate/data/treatments/`): the treatments and the arms a run compares.
 
     [matrix]
     description = "…"
@@ -16,7 +16,7 @@
     [faults.fp8-e4m3]        # planted faults, honoured by the fake engine only
     wrong_answer_rate = 0.1
 
-Treatments not defined in the file are looked up in `treatments/catalog.toml`. Unknown keys anywhere
+Treatments not defined in the file are looked up in the shipped `catalog.toml`. Unknown keys anywhere
 are errors naming the key; treatment names match `kvgate.names.NAME_PATTERN` (they name folders).
 """
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvgate import shipped
 from kvgate.errors import BadInput
 from kvgate.names import check_name, exists
-from kvgate.paths import TREATMENTS_DIR
 from kvgate.registry import unknown_name
 from kvgate.tomlspec import check_field_type, check_keys, load_toml, parse_toml
 from kvgate.treatments.spec import TREATMENT_TYPES, Composite, Treatment
@@ -70,7 +70,7 @@ class Matrix:
 
 
 def shipped_matrices() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(TREATMENTS_DIR.glob("*.toml")) if p.stem not in NOT_MATRICES}
+    return {p.stem: p for p in sorted(shipped.treatments_dir().glob("*.toml")) if p.stem not in NOT_MATRICES}
 
 
 def load_treatment_tables(path: Path) -> dict[str, dict[str, Any]]:
@@ -130,7 +130,7 @@ def parse_matrix(path: Path) -> Matrix:
 
 
 def catalog_tables() -> dict[str, dict[str, Any]]:
-    path = TREATMENTS_DIR / f"{CATALOG}.toml"
+    path = shipped.treatments_dir() / f"{CATALOG}.toml"
     return load_treatment_tables(path) if path.exists() else {}
 
 

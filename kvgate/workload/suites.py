@@ -1,4 +1,4 @@
-"""Suite specs (TOML under `suites/`): a name, a description and generator entries.
+"""Suite specs (TOML; shipped ones under `kvgate/data/suites/`): a name, a description and generator entries.
 
     name = "smoke"
     description = "…"
@@ -22,9 +22,9 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
+from kvgate import shipped
 from kvgate.errors import BadInput
 from kvgate.names import check_name, exists
-from kvgate.paths import SUITES_DIR
 from kvgate.registry import unknown_name
 from kvgate.tomlspec import check_field_type, check_keys, load_toml
 from kvgate.workload.generators.base import GENERATORS, Generator, param_names
@@ -71,7 +71,7 @@ def _sources(folder: Path) -> dict[str, Generator]:
 
 
 def shipped_suites() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(SUITES_DIR.glob("*.toml"))}
+    return {p.stem: p for p in sorted(shipped.suites_dir().glob("*.toml"))}
 
 
 def resolve_suite(name_or_path: str) -> SuiteSpec:

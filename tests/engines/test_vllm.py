@@ -24,7 +24,7 @@ from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
 from kvgate.engines.vllm_model import EMBEDDINGS, HEAD, vllm_model_folder
 from kvgate.errors import BadInput, TreatmentRefused
-from kvgate.paths import TREATMENTS_DIR
+from kvgate.shipped import treatments_dir
 from kvgate.treatments.spec import Composite, Eviction, Full, Offload, Quantize, Reuse
 from kvgate.workload.case import Case
 
@@ -261,10 +261,10 @@ def test_reuse_hits_after_warm_up_and_salts_isolate_namespaces(engine: Any, case
 
 
 def _applicable_matrix(engine: Any, tmp_path: Path) -> tuple[Path, list[str]]:
-    """treatments/vllm.toml without the arms this machine's vLLM refuses; also the refused arms."""
+    """The shipped vllm.toml without the arms this machine's vLLM refuses; also the refused arms."""
     from kvgate.treatments.matrix import resolve_matrix
 
-    shipped = TREATMENTS_DIR / "vllm.toml"
+    shipped = treatments_dir() / "vllm.toml"
     matrix = resolve_matrix(str(shipped))
     refused = [t.name for t in matrix.candidates if engine.refusal(t)]
     data = tomllib.loads(shipped.read_text())
@@ -287,7 +287,7 @@ def test_end_to_end_run_of_the_vllm_matrix(engine: Any, workload: Path, tmp_path
     runs = tmp_path / "runs"
     base = ["run", "--engine", "vllm", "-w", str(workload), "--limit", "4", "-o", str(runs), "--json"]
     matrix, refused = _applicable_matrix(engine, tmp_path)
-    shipped = CliRunner().invoke(cli, [*base, "-m", str(TREATMENTS_DIR / "vllm.toml")])
+    shipped = CliRunner().invoke(cli, [*base, "-m", str(treatments_dir() / "vllm.toml")])
     if refused:  # refused before anything is written or generated, naming the arm and vLLM's reason
         assert shipped.exit_code == 2, shipped.output
         assert f"refuses arm {refused[0]!r}" in shipped.stderr

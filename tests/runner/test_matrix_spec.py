@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from runner_support import Invoke, only_run, stored_rows, write_matrix
 
-from kvgate.paths import TREATMENTS_DIR
+from kvgate.shipped import treatments_dir
 
 BASE = '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\n'
 ONE = '[matrix]\ncontrol = "full"\ncandidates = ["x"]\n[treatment.x]\n'
@@ -158,6 +158,6 @@ def test_manifest_holds_the_policy_before_the_first_generation(
 def test_shipped_matrices_parse_and_are_listed(kvgate: Invoke) -> None:
     result = kvgate("treatments")
     assert result.exit_code == 0, result.output
-    for path in TREATMENTS_DIR.glob("*.toml"):
+    for path in treatments_dir().glob("*.toml"):
         if path.stem not in ("catalog", "policy"):
             assert path.stem in result.stdout

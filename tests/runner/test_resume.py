@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from runner_support import DATA, Invoke, only_run, stored_rows, write_matrix
 
-import kvgate.treatments.matrix as matrix_module
-from kvgate.paths import TREATMENTS_DIR
+import kvgate.shipped as shipped_data
 from kvgate.runner.lock import run_lock
 
 MATRIX = """
@@ -148,7 +147,7 @@ def test_a_run_in_use_is_refused(kvgate: Invoke, finished: Path) -> None:
 
 def _catalog_copy(tmp_path: Path, old: str, new: str) -> Path:
     shipped = tmp_path / "treatments"
-    shutil.copytree(TREATMENTS_DIR, shipped)
+    shutil.copytree(shipped_data.treatments_dir(), shipped)
     catalog = shipped / "catalog.toml"
     text = catalog.read_text()
     assert old in text
@@ -161,7 +160,7 @@ def test_resume_refuses_a_changed_catalog_treatment(
 ) -> None:
     # The matrix names streaming-50 from the shipped catalog; the catalog changed after the crash.
     changed = _catalog_copy(tmp_path, "ratio = 0.5", "ratio = 0.6")
-    monkeypatch.setattr(matrix_module, "TREATMENTS_DIR", changed)
+    monkeypatch.setattr(shipped_data, "treatments_dir", lambda: changed)
     result = kvgate("run", "--resume", finished)
     assert result.exit_code == 2
     assert "changed since it started: arm 'streaming-50' (fingerprint: " in result.stderr
@@ -171,7 +170,7 @@ def test_resume_refuses_a_treatment_gone_from_the_catalog(
     kvgate: Invoke, finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gone = _catalog_copy(tmp_path, "[treatment.streaming-50]", "[treatment.streaming-fifty]")
-    monkeypatch.setattr(matrix_module, "TREATMENTS_DIR", gone)
+    monkeypatch.setattr(shipped_data, "treatments_dir", lambda: gone)
     result = kvgate("run", "--resume", finished)
     assert result.exit_code == 2
     assert (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvgate.errors import BadInput
-from kvgate.paths import SUITES_DIR
+from kvgate.shipped import suites_dir
 from kvgate.workload.freeze import freeze_cases
 from kvgate.workload.suites import parse_suite, resolve_suite
 from kvgate.workload.tokenizer import WordTokenizer
@@ -24,7 +24,7 @@ def test_shipped_suites_parse(name: str) -> None:
 
 def test_ruler_freezes_every_task(tmp_path: Path) -> None:
     # the shipped mix at its shortest length only, to keep the test fast
-    text = re.sub(r"lengths = \[[^\]]*\]", "lengths = [1024]", (SUITES_DIR / "ruler.toml").read_text())
+    text = re.sub(r"lengths = \[[^\]]*\]", "lengths = [1024]", (suites_dir() / "ruler.toml").read_text())
     spec = tmp_path / "ruler.toml"
     spec.write_text(text)
     cases = freeze_cases([parse_suite(spec)], TOK, seed=0)
