@@ -53,8 +53,10 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, SUMMARIES[name]) for name in COMMANDS])
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; a known error prints one line and exits with its code, never a traceback."""
-        from kvgate.errors import KvgateError
+        """Run the command; a known error prints one line and exits with its code, never a traceback.
+        Ctrl-C exits 130 (naming the run to resume), a closed stdout is no error, and anything else is
+        a bug: one line naming the file that holds the traceback, exit 70."""
+        from kvgate.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, KvgateError
 
         try:
             return super().invoke(ctx)
@@ -62,6 +64,21 @@ class LazyGroup(click.Group):
             message = str(exc).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever it quotes
             click.echo(f"kvgate: error: {message}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt as exc:
+            click.echo(_interrupted(exc), err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            from kvgate.cli.closed_stdout import silence_stdout, stdout_closed
+
+            if isinstance(exc, BrokenPipeError) and stdout_closed():
+                silence_stdout()
+                ctx.exit(0)
+            from kvgate.cli.crash import crash_message
+
+            click.echo(crash_message(exc), err=True)
+            ctx.exit(EXIT_INTERNAL)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """No argument may hold a NUL byte (no path or name can): one line, exit 2."""
@@ -80,10 +97,21 @@ class LazyGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
+def _interrupted(exc: KeyboardInterrupt) -> str:
+    run_dir = getattr(exc, "run_dir", None)
+    if run_dir is None:
+        return "kvgate: interrupted"
+    return f"kvgate: interrupted; the rows stored in {run_dir} are kept: continue with --resume {run_dir}"
+
+
 @click.group(cls=LazyGroup)
 @click.version_option(__version__, prog_name="kvgate")
 def cli() -> None:
-    """kvgate: may this KV-cache optimisation roll out? A paired gate against the full cache."""
+    """kvgate: may this KV-cache optimisation roll out? A paired gate against the full cache.
+
+    Exit codes: 0 pass, 1 gate failed, 2 bad input, 3 inconclusive, 4 engine error, 70 internal error (a
+    bug in kvgate; one line names the file holding the traceback), 130 interrupted (Ctrl-C).
+    """
 
 
 def main() -> None:

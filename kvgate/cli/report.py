@@ -14,14 +14,17 @@ FORMATS = ("table", "md", "html", "json", "junit")
 
 def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
     """Render `report` as `fmt` to `output` (stdout when None); a table fits the terminal's width (120
-    columns when not a terminal)."""
+    columns when not a terminal). A closed stdout drops the rest of the report."""
+    from kvgate.cli.closed_stdout import stdout_console, tolerating_closed_stdout
+
     if fmt == "table":
         from rich.console import Console
 
         from kvgate.report.terminal import render_terminal
 
         if output is None:
-            render_terminal(report, Console() if sys.stdout.isatty() else Console(width=120))
+            with tolerating_closed_stdout():
+                render_terminal(report, stdout_console(None if sys.stdout.isatty() else 120))
             return
         buffer = io.StringIO()
         render_terminal(report, Console(file=buffer, width=120, color_system=None))
@@ -31,7 +34,8 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusi
 
         text = render(report, fmt, junit_inconclusive=junit_inconclusive)
         if output is None:
-            click.echo(text, nl=False)
+            with tolerating_closed_stdout():
+                click.echo(text, nl=False)
             return
     write_output(output, text)
 
@@ -93,7 +97,8 @@ def report(
 ) -> None:
     """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ.
 
-    The exit code is the gate's: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 engine error.
+    The exit code is the gate's: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 engine error
+    (70 internal error, 130 interrupted).
     """
     from kvgate.errors import EXIT_GATE_FAILED, BadInput
     from kvgate.report.model import build_report

@@ -20,8 +20,6 @@ import click
 
 from kvgate.cli.options import parse_engine_options
 
-EXIT_INTERRUPTED = 130
-
 
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
@@ -141,20 +139,14 @@ def _run(
     )
     from kvgate.sequential_run import execute_sequential
 
-    try:
-        if quiet or as_json:
-            with stdout_to_stderr():
-                run_dir = run_job(opts, sequential=execute_sequential)
-        else:
-            from kvgate.cli.progress import progress_for_stderr
+    if quiet or as_json:
+        with stdout_to_stderr():
+            run_dir = run_job(opts, sequential=execute_sequential)
+    else:
+        from kvgate.cli.progress import progress_for_stderr
 
-            with progress_for_stderr() as progress:
-                run_dir = run_job(opts, progress, sequential=execute_sequential)
-    except KeyboardInterrupt:
-        click.echo(
-            "kvgate: interrupted; the rows stored so far are kept: continue with --resume RUN_DIR", err=True
-        )
-        ctx.exit(EXIT_INTERRUPTED)
+        with progress_for_stderr() as progress:
+            run_dir = run_job(opts, progress, sequential=execute_sequential)
     ctx.exit(_report(run_dir, as_json, quiet))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.engines.registry import create_engine, engine_info
-from kvgate.errors import BadInput
+from kvgate.errors import BadInput, RunInterrupted
 from kvgate.gate.feasibility import check_safe, check_winnable
 from kvgate.gate.policy import NO_CLUSTER, Policy, load_policy, parse_policy
 from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
@@ -193,22 +193,25 @@ def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Exec
         check_applicable(engine, inputs.matrix)
         manifest = manifest_for(engine.fingerprint())
         run_dir = opts.resume if opts.resume is not None else opts.runs_dir / manifest["run_id"]
-        with run_lock(run_dir):
-            remove_temp_files(run_dir)
-            manifest = open_run(run_dir, manifest)
-            reconcile(run_dir, manifest["run_id"])
-            remove_superseded_parts(run_dir)
-            ctx = RunContext(
-                run_dir,
-                manifest,
-                workload,
-                cases,
-                inputs.matrix,
-                inputs.policy,
-                engine,
-                progress or NoProgress(),
-            )
-            (sequential or execute)(ctx) if inputs.policy.sequential else execute(ctx)
+        try:
+            with run_lock(run_dir):
+                remove_temp_files(run_dir)
+                manifest = open_run(run_dir, manifest)
+                reconcile(run_dir, manifest["run_id"])
+                remove_superseded_parts(run_dir)
+                ctx = RunContext(
+                    run_dir,
+                    manifest,
+                    workload,
+                    cases,
+                    inputs.matrix,
+                    inputs.policy,
+                    engine,
+                    progress or NoProgress(),
+                )
+                (sequential or execute)(ctx) if inputs.policy.sequential else execute(ctx)
+        except KeyboardInterrupt as exc:
+            raise RunInterrupted(run_dir) from exc
     finally:
         engine.close()
     return run_dir
