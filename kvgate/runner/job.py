@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvgate.engines.options import check_engine_options
 from kvgate.engines.registry import create_engine, engine_info
 from kvgate.errors import BadInput, RunInterrupted
 from kvgate.gate.feasibility import check_safe, check_winnable
@@ -156,6 +157,8 @@ def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Exec
     if inputs.policy.sequential and sequential is None:
         raise BadInput("a sequential policy needs `kvgate run` (it stops arms between looks)")
     engine_info(inputs.engine)
+    if stored is None:  # a resumed run's options were checked when it started; a change is refused below
+        check_engine_options(inputs.engine, inputs.engine_options)
     if inputs.limit is not None and inputs.limit < 1:
         raise BadInput(f"--limit must be ≥ 1, got {inputs.limit}")
     workload_path = inputs.workload or default_workload(inputs.model, inputs.engine, opts.runs_dir)
