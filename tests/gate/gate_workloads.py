@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kvgate.shipped import suites_dir
 from kvgate.workload.freeze import freeze
 from kvgate.workload.tokenizer import WordTokenizer
 
-SUITES = Path(__file__).parents[2] / "suites"
+SUITES = suites_dir()
 
 
 def scaled_ruler(tmp: Path, factor: int) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kvgate.errors import BadInput
+from kvgate.shipped import suites_dir
 from kvgate.workload.freeze import freeze_cases
 from kvgate.workload.suites import parse_suite
 from kvgate.workload.tokenizer import WordTokenizer
@@ -83,7 +84,7 @@ def test_longbench_from_a_zip_as_the_shipped_spec_reads_it(tmp_path: Path, datas
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("data/2wikimqa.jsonl", "".join(json.dumps(r) + "\n" for r in longbench_rows(2)))
         z.writestr("data/trec.jsonl", "")
-    shipped = (Path(__file__).parents[2] / "suites" / "longbench-2wikimqa.toml").read_text()
+    shipped = (suites_dir() / "longbench-2wikimqa.toml").read_text()
     local = shipped.replace("hf://datasets/THUDM/LongBench/data.zip", str(archive))
     assert local != shipped
     spec = tmp_path / "lb.toml"
