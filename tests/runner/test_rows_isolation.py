@@ -109,16 +109,16 @@ def test_reuse_arm_hits_in_its_own_namespace_only(
 def test_a_reuse_arm_served_kv_from_another_namespace_exits_4(
     kvgate: Invoke, smoke_workload: Path, tmp_path: Path
 ) -> None:
-    """A leak planted on the reuse arms alone: the second reuse arm finds the first one's prompts cached
-    whole. Reuse arms may hit, so only the size of the hits can show it."""
+    """A leak planted on the reuse arms alone: the prefix-reuse arm, run second, finds the span arm's
+    prompts cached whole. Reuse arms may hit, so only the size of the hits can show it."""
     body = (
-        '[matrix]\ncontrol = "full"\ncandidates = ["prefix-reuse", "span-reuse"]\n'
+        '[matrix]\ncontrol = "full"\ncandidates = ["span-reuse", "prefix-reuse"]\n'
         "[faults.prefix-reuse]\nsalt_leak = true\n[faults.span-reuse]\nsalt_leak = true\n"
     )
     code, stderr, _ = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
     assert code == 4
     (line,) = [x for x in stderr.splitlines() if "isolation" in x]
-    assert "reuse arm 'span-reuse' read more cached tokens than its own prompts can explain" in line
+    assert "reuse arm 'prefix-reuse' read more cached tokens than its own prompts can explain" in line
     assert "KV from another namespace" in line
     clean = tmp_path / "clean"
     clean.mkdir()
