@@ -15,10 +15,14 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kvgate.cli.options import parse_engine_options
+
+if TYPE_CHECKING:
+    from kvgate.runner.job import RunOptions
 
 
 @contextlib.contextmanager
@@ -88,11 +92,24 @@ def run(
     quiet: bool,
 ) -> None:
     """Run every case under the control and each candidate arm, then gate."""
+    from kvgate.runner.job import RunOptions
+
     with tempfile.TemporaryDirectory(prefix="kvgate-arms-") as folder:
         if arms is not None:
             matrix = _arms_matrix(matrix, arms, resume, Path(folder))
-        _run(ctx, workload, matrix, engine, model, policy, policy_unsafe_reason, runs_dir, resume, limit,
-             engine_options, as_json, quiet)  # fmt: skip
+        opts = RunOptions(
+            workload=workload,
+            matrix=matrix,
+            engine=engine,
+            model=model,
+            policy=policy,
+            policy_unsafe_reason=policy_unsafe_reason,
+            runs_dir=runs_dir,
+            resume=resume,
+            limit=limit,
+            engine_options=parse_engine_options(engine_options) if engine_options else None,
+        )
+        _run(ctx, opts, as_json, quiet)
 
 
 def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Path) -> str:
@@ -108,35 +125,9 @@ def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Pat
     return subset_matrix(matrix or DEFAULT_MATRIX, parse_arms(arms), folder)
 
 
-def _run(
-    ctx: click.Context,
-    workload: Path | None,
-    matrix: str | None,
-    engine: str | None,
-    model: str | None,
-    policy: Path | None,
-    policy_unsafe_reason: str | None,
-    runs_dir: Path,
-    resume: Path | None,
-    limit: int | None,
-    engine_options: tuple[str, ...],
-    as_json: bool,
-    quiet: bool,
-) -> None:
-    from kvgate.runner.job import RunOptions, run_job
-
-    opts = RunOptions(
-        workload=workload,
-        matrix=matrix,
-        engine=engine,
-        model=model,
-        policy=policy,
-        policy_unsafe_reason=policy_unsafe_reason,
-        runs_dir=runs_dir,
-        resume=resume,
-        limit=limit,
-        engine_options=parse_engine_options(engine_options) if engine_options else None,
-    )
+def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool) -> None:
+    """Generate (look by look when the policy is sequential), then report and exit with the gate's code."""
+    from kvgate.runner.job import run_job
     from kvgate.sequential_run import execute_sequential
 
     if quiet or as_json:
