@@ -109,6 +109,7 @@ def arm_codes(codes: np.ndarray, gated: np.ndarray, noisy: np.ndarray) -> np.nda
 
 
 def decide_arm(counts: SliceCounts, family: Family, policy: Policy) -> Verdicts:
+    """Steps 1–5 of the module docstring, for every leading index at once."""
     k = np.asarray(counts.failures, dtype=np.int64)
     n = np.asarray(counts.control_passes, dtype=np.int64)
     tau = np.broadcast_to(np.asarray(family.tau, dtype=float), k.shape)
@@ -124,7 +125,6 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy) -> Verdicts:
     total = w.sum(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         level = np.where(total > 0, alpha * w / np.where(total > 0, total, 1.0), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
         cfr = np.where(n > 0, k / np.maximum(n, 1), np.nan)
     if policy.rule == "point":
         fail_test = gated & (n > 0) & (cfr > tau)

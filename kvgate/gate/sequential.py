@@ -16,7 +16,11 @@ is spread evenly over the whole order (a small critical slice is not left to the
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
+
+from kvgate.gate.policy import Policy
 
 
 def look_ends(n_cases: int, look_every: int) -> np.ndarray:
@@ -46,3 +50,46 @@ def stratified_order(strata: np.ndarray, seed: int) -> np.ndarray:
         ranks = rng.permutation(members.size)
         keys[members] = (ranks + noise[members]) / members.size
     return np.argsort(keys, kind="stable")
+
+
+def strata(member: np.ndarray) -> np.ndarray:
+    """Per case, a code for the set of gated slices (other than `all`) holding it; `member` is
+    (cases × those slices) boolean, possibly with no column."""
+    member = np.asarray(member, dtype=bool)
+    if member.ndim != 2 or member.shape[1] == 0:
+        return np.zeros(member.shape[0], dtype=np.int64)
+    _, codes = np.unique(member, axis=0, return_inverse=True)
+    return np.asarray(codes, dtype=np.int64).ravel()
+
+
+@dataclass(frozen=True)
+class Look:
+    index: int
+    """1-based."""
+    count: int
+    """Cases seen by this look."""
+    of_cases: int
+    looks: int
+    alpha: float
+    """α spent at this look."""
+    selected: np.ndarray
+    """Per case: seen by this look."""
+    policy: Policy
+    """The declared policy at this look's level (confidence 1 − α_j)."""
+
+
+def looks(order: np.ndarray, policy: Policy) -> list[Look]:
+    """The looks of a sequential policy over cases generated in `order`; one look at full α otherwise."""
+    n = int(np.asarray(order).size)
+    if not policy.sequential:
+        return [Look(1, n, n, 1, policy.alpha, np.ones(n, dtype=bool), policy)]
+    ends = look_ends(n, policy.look_every)
+    alphas = spent_alpha(policy.alpha, ends, policy.spending_power)
+    out = []
+    for j, (end, a) in enumerate(zip(ends, alphas, strict=True)):
+        seen = np.zeros(n, dtype=bool)
+        seen[order[:end]] = True
+        out.append(
+            Look(j + 1, int(end), n, len(ends), float(a), seen, replace(policy, confidence=1.0 - float(a)))
+        )
+    return out

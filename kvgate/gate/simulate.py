@@ -13,7 +13,7 @@ point also reports the mean cases generated before the verdict (at p = 0 and 4τ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
@@ -21,7 +21,7 @@ from scipy import sparse
 from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
 from kvgate.gate.policy import Policy
 from kvgate.gate.procedure import Family, SliceCounts, decide_arm
-from kvgate.gate.sequential import look_ends, spent_alpha, stratified_order
+from kvgate.gate.sequential import looks, strata, stratified_order
 
 DEFECTS = ("independent", "cluster")
 CHUNK = 2_000
@@ -165,30 +165,10 @@ class _Counter:
 
 
 def gated_strata(structure: Structure) -> np.ndarray:
-    """Per case, a code for which gated slices other than `all` it belongs to (gate.sequential's strata)."""
+    """Per case, the strata of gate.sequential: which gated slices other than `all` hold it."""
     gated = np.flatnonzero(structure.family.gated)
     gated = gated[gated != structure.family.all_index]
-    if gated.size == 0:
-        return np.zeros(structure.n_cases, dtype=np.int64)
-    member = structure.membership[gated].toarray().T > 0
-    _, codes = np.unique(member, axis=0, return_inverse=True)
-    return np.asarray(codes, dtype=np.int64).ravel()
-
-
-def looks(structure: Structure, policy: Policy, seed: int = 0) -> list[tuple[np.ndarray, Policy, int]]:
-    """(cases seen, the policy at that look's level, how many) per look; one look for a fixed-n policy."""
-    n = structure.n_cases
-    if not policy.sequential:
-        return [(np.ones(n, dtype=bool), policy, n)]
-    order = stratified_order(gated_strata(structure), seed)
-    ends = look_ends(n, policy.look_every)
-    alphas = spent_alpha(policy.alpha, ends, policy.spending_power)
-    out = []
-    for end, a in zip(ends, alphas, strict=True):
-        seen = np.zeros(n, dtype=bool)
-        seen[order[:end]] = True
-        out.append((seen, replace(policy, confidence=1.0 - float(a)), int(end)))
-    return out
+    return strata(structure.membership[gated].toarray().T > 0)
 
 
 def _draw(
@@ -199,7 +179,7 @@ def _draw(
     n_cases = s.n_cases
     control_rate, aa_rate = scenario.control_pass_rate, scenario.aa_rate
     p = min(max(cfr, 0.0), 1.0)
-    schedule = looks(s, policy)
+    schedule = looks(stratified_order(gated_strata(s), 0), policy)
     codes, generated = [], []
     for start in range(0, runs, CHUNK):
         r = min(CHUNK, runs - start)
@@ -212,7 +192,8 @@ def _draw(
         replicate_fails = (rng.random((r, n_cases)) < aa_rate) & control if aa_rate > 0 else None
         final = np.full(r, -1, dtype=np.int64)
         stop = np.full(r, n_cases, dtype=np.int64)
-        for j, (seen, level, n_seen) in enumerate(schedule):
+        for look in schedule:
+            seen, level, n_seen = look.selected, look.policy, look.count
             live = np.flatnonzero(final < 0)  # runs still open: only they are counted and decided
             ctl = control[live] & seen
             n, k, g = counter.slices(ctl), counter.slices(fails[live] & seen), counter.clusters(ctl)
@@ -220,7 +201,7 @@ def _draw(
             arm = decide_arm(
                 SliceCounts(k, n, g, aa_fail, None if aa_fail is None else n), s.family, level
             ).arm
-            last = j == len(schedule) - 1
+            last = look.index == look.looks
             now = (arm == PASS) | (arm == FAIL) | last
             final[live[now]], stop[live[now]] = arm[now], n_seen
             if (final >= 0).all():

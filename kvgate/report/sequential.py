@@ -8,29 +8,15 @@ decision at the first look where it is final (PASS or FAIL), else at the last lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from kvgate.gate.policy import Policy
-from kvgate.gate.sequential import look_ends, spent_alpha, stratified_order
+from kvgate.gate.sequential import Look, looks, strata, stratified_order
 from kvgate.report.arm import RunContext, arm_report
 from kvgate.report.slices import ALL, SliceGroup, is_gated
-
-
-@dataclass(frozen=True)
-class Look:
-    index: int
-    """1-based."""
-    count: int
-    of_cases: int
-    looks: int
-    alpha: float
-    selected: np.ndarray
-    """Per case (run order): seen by this look."""
-    policy: Policy
-    """The declared policy at this look's level (confidence 1 − α_j)."""
 
 
 def order_seed(run_id: str) -> int:
@@ -39,17 +25,14 @@ def order_seed(run_id: str) -> int:
 
 
 def gated_strata(groups: list[SliceGroup], policy: Policy, n_cases: int) -> np.ndarray:
-    """Per case, a code for which gated slices other than `all` hold it."""
+    """Per case, the strata of gate.sequential: which gated slices other than `all` hold it."""
     columns = [
         g.codes == i
         for g in groups
         for i, name in enumerate(g.names)
         if name != ALL and is_gated(name, policy)
     ]
-    if not columns:
-        return np.zeros(n_cases, dtype=np.int64)
-    _, codes = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-    return np.asarray(codes, dtype=np.int64).ravel()
+    return strata(np.stack(columns, axis=1) if columns else np.zeros((n_cases, 0), dtype=bool))
 
 
 def run_order(groups: list[SliceGroup], policy: Policy, n_cases: int, run_id: str) -> np.ndarray:
@@ -58,16 +41,8 @@ def run_order(groups: list[SliceGroup], policy: Policy, n_cases: int, run_id: st
 
 
 def schedule(groups: list[SliceGroup], policy: Policy, n_cases: int, run_id: str) -> list[Look]:
-    order = run_order(groups, policy, n_cases, run_id)
-    ends = look_ends(n_cases, policy.look_every)
-    alphas = spent_alpha(policy.alpha, ends, policy.spending_power)
-    looks = []
-    for j, (end, a) in enumerate(zip(ends, alphas, strict=True)):
-        seen = np.zeros(n_cases, dtype=bool)
-        seen[order[:end]] = True
-        level = replace(policy, confidence=1.0 - float(a))
-        looks.append(Look(j + 1, int(end), n_cases, len(ends), float(a), seen, level))
-    return looks
+    """The run's looks (gate.sequential.looks over its order)."""
+    return looks(run_order(groups, policy, n_cases, run_id), policy)
 
 
 def sequential_arm_report(name: str, ctx: RunContext, looks: list[Look]) -> dict[str, Any]:
