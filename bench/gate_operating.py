@@ -19,30 +19,13 @@ from pathlib import Path
 
 import common
 import numpy as np
+from workloads import scaled_suite
 
 from kvgate.gate.policy import Policy, load_policy
 from kvgate.gate.simulate import Scenario, Structure, operating
 from kvgate.report.gate_structure import gate_structure
 from kvgate.report.run_data import read_workload_cases
-from kvgate.shipped import suites_dir
 from kvgate.stats.intervals import cp_bounds
-from kvgate.workload.freeze import freeze
-from kvgate.workload.tokenizer import WordTokenizer
-
-SUITES = suites_dir()
-
-
-def frozen(tmp: Path, name: str, factor: int = 1) -> Path:
-    text = (SUITES / f"{name}.toml").read_text()
-    if factor != 1:
-        for per_cell in (2, 4):
-            text = text.replace(f"per_cell = {per_cell}\n", f"per_cell = {per_cell * factor}\n")
-        text = text.replace(f'name = "{name}"', f'name = "{name}-x{factor}"')
-    suite = tmp / f"{name}-x{factor}.toml"
-    suite.write_text(text)
-    out = tmp / f"{name}-x{factor}.parquet"
-    freeze([str(suite)], out, WordTokenizer(), seed=0)
-    return out
 
 
 def previous_rule(
@@ -83,9 +66,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         cases = {
-            "ruler (150)": (frozen(tmp, "ruler"), "independent"),
-            "ruler ×10 (1,500)": (frozen(tmp, "ruler", 10), "independent"),
-            "reuse (64 in 16 groups), whole-group defects": (frozen(tmp, "reuse"), "cluster"),
+            "ruler (150)": (scaled_suite(tmp, "ruler"), "independent"),
+            "ruler ×10 (1,500)": (scaled_suite(tmp, "ruler", 10), "independent"),
+            "reuse (64 in 16 groups), whole-group defects": (scaled_suite(tmp, "reuse"), "cluster"),
         }
         for label, (path, defects) in cases.items():
             structure = gate_structure(read_workload_cases(str(path)), policy)

@@ -16,10 +16,7 @@ from pathlib import Path
 
 import common
 import pyarrow.parquet as pq
-
-from kvgate.shipped import suites_dir
-from kvgate.workload.freeze import freeze
-from kvgate.workload.tokenizer import WordTokenizer
+from workloads import scaled_suite
 
 MATRIX = """[matrix]
 control = "full"
@@ -28,17 +25,6 @@ aa_replicate = true
 [faults.fp8-e4m3]
 wrong_answer_rate = 0.2
 """
-
-
-def ruler(tmp: Path, factor: int) -> Path:
-    text = (suites_dir() / "ruler.toml").read_text()
-    for per_cell in (2, 4):
-        text = text.replace(f"per_cell = {per_cell}\n", f"per_cell = {per_cell * factor}\n")
-    suite = tmp / "ruler.toml"
-    suite.write_text(text.replace('name = "ruler"', f'name = "ruler-x{factor}"'))
-    out = tmp / "ruler.parquet"
-    freeze([str(suite)], out, WordTokenizer(), seed=0)
-    return out
 
 
 def rows_per_arm(run_dir: Path) -> dict[str, int]:
@@ -57,7 +43,7 @@ def main() -> int:
     rows, data = [], {}
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
-        workload = ruler(tmp, 2 if args.quick else 10)
+        workload = scaled_suite(tmp, "ruler", 2 if args.quick else 10)
         matrix = tmp / "matrix.toml"
         matrix.write_text(MATRIX)
         policies = {"fixed-n": "", "sequential": "sequential = true\nlook_every = 100\n"}

@@ -34,6 +34,25 @@ def passkey_suite(path: Path, cases: int, length: int, name: str = "bench-passke
     return path
 
 
+def scaled_suite(tmp: Path, name: str, factor: int = 1) -> Path:
+    """A shipped generator suite with every cell's case count (`per_cell` 2 or 4) multiplied by `factor`,
+    frozen with the word tokenizer (the slice structure does not depend on the model)."""
+    from kvgate.shipped import suites_dir
+    from kvgate.workload.freeze import freeze
+    from kvgate.workload.tokenizer import WordTokenizer
+
+    text = (suites_dir() / f"{name}.toml").read_text()
+    if factor != 1:
+        for per_cell in (2, 4):
+            text = text.replace(f"per_cell = {per_cell}\n", f"per_cell = {per_cell * factor}\n")
+        text = text.replace(f'name = "{name}"', f'name = "{name}-x{factor}"')
+    suite = tmp / f"{name}-x{factor}.toml"
+    suite.write_text(text)
+    out = tmp / f"{name}-x{factor}.parquet"
+    freeze([str(suite)], out, WordTokenizer(), seed=0)
+    return out
+
+
 def freeze_for_model(suite: Path, out: Path, model: str = "smollm2-135m") -> Path:
     """Freeze `suite` for `model`'s tokenizer, as `kvgate freeze SUITE -o OUT --model MODEL` does."""
     from kvgate.models import model_folder, resolve_model
