@@ -192,9 +192,15 @@ def cluster_codes(groups: pa.Array) -> np.ndarray:
     values = encoded.dictionary.to_pylist()
     if "" in values:
         codes = np.where(codes == values.index(""), -1, codes)
-    alone = codes < 0
-    codes[alone] = len(values) + np.arange(int(alone.sum()))
-    return codes
+    return own_codes_for_missing(codes, len(values))
+
+
+def own_codes_for_missing(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Cluster codes from value codes: a case with no value (−1) becomes a cluster of its own."""
+    out = np.array(codes, dtype=np.int64)
+    alone = out < 0
+    out[alone] = n_values + np.arange(int(alone.sum()))
+    return out
 
 
 NUMERIC = {  # column → (fill for null, dtype)

@@ -15,7 +15,7 @@ import numpy as np
 from kvgate.errors import BadInput
 from kvgate.gate.policy import NO_CLUSTER, Policy, slice_terms
 from kvgate.registry import unknown_name
-from kvgate.report.run_data import CaseTable
+from kvgate.report.run_data import CaseTable, own_codes_for_missing
 
 ALL = "all"
 CRITICAL = "critical"
@@ -109,10 +109,7 @@ def cluster_ids(cases: CaseTable, policy: Policy) -> tuple[np.ndarray, str]:
             "cluster column in the policy", policy.cluster, ["prefix_group", NO_CLUSTER, *cases.labels]
         )
     codes, values = cases.labels[policy.cluster]
-    alone = codes < 0
-    ids = np.array(codes, dtype=np.int64)
-    ids[alone] = len(values) + np.arange(int(alone.sum()))
-    return ids, policy.cluster
+    return own_codes_for_missing(codes, len(values)), policy.cluster
 
 
 def slice_groups(cases: CaseTable, policy: Policy) -> tuple[list[SliceGroup], list[str]]:
