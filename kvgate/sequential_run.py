@@ -51,7 +51,7 @@ def execute_sequential(ctx: RunContext) -> None:
         ctx.control_tokens = None  # the control's tokens for this block: read again
         for name in sorted(still, key=list(candidates).index):
             run_pass(ctx, ArmRun(candidates[name], 0, 0, block))
-        still &= open_arms(report_of(ctx.run_dir, ctx.manifest), look)
+        still &= open_arms(report_of(ctx.run_dir, ctx.manifest, evidence=False), look)
         if not still:
             break
     run_reruns(ctx, ctx.matrix.candidates)

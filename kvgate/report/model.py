@@ -103,8 +103,11 @@ def report_of(
     policy_text: str | None = None,
     policy_changed_reason: str | None = None,
     policy_unsafe_reason: str | None = None,
+    evidence: bool = True,
 ) -> dict[str, Any]:
-    """The report from a manifest already read (and the run verified, or written by this process)."""
+    """The report from a manifest already read (and the run verified, or written by this process).
+    `evidence`: read failing examples and gains (False: the decisions alone, as a sequential run's looks
+    need them)."""
     policy, changed, unsafe_reason = resolve_policy(
         manifest, policy_text, policy_changed_reason, policy_unsafe_reason
     )
@@ -131,7 +134,7 @@ def report_of(
         policy=policy,
         broken={i["arm"] for i in isolation if not i["ok"]},
         clusters=clusters,
-        cases=cases,
+        cases=cases if evidence else None,
     )
     candidates = manifest["matrix"]["candidates"]
     if policy.sequential:
