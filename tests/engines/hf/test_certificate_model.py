@@ -3,24 +3,17 @@ without it), it reports per case, it is refused where it cannot apply, and its r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
+from hf_engine_support import passkey_cases, run_arm
 
 from kvgate.engines.hf.certificate.replay import replay
 from kvgate.treatments.spec import Composite, Eviction, Quantize
 from kvgate.workload.case import Case
 
 pytest.importorskip("transformers")
-
-
-@pytest.fixture(scope="module")
-def engine(model_folder: Path) -> Iterator[Any]:
-    with one_thread():
-        yield shared_engine()
 
 
 @pytest.fixture(scope="module")

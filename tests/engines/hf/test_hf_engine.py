@@ -3,12 +3,11 @@ composite (reuse at prefill → FP8 → offload → decode) that matches FP8 alo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
+from hf_engine_support import passkey_cases, run_arm
 
 from kvgate.engines.base import ArmSetup
 from kvgate.engines.registry import engine_info
@@ -20,12 +19,6 @@ pytest.importorskip("transformers")
 
 def test_the_registry_lists_offload_and_reuse_for_hf() -> None:
     assert {"offload", "reuse"} <= set(engine_info("hf").kinds)
-
-
-@pytest.fixture(scope="module")
-def engine(model_folder: Path) -> Iterator[Any]:
-    with one_thread():
-        yield shared_engine()
 
 
 @pytest.fixture(scope="module")

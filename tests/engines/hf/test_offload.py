@@ -3,13 +3,12 @@ corruption caught, and on the model every greedy output token-identical to the c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
+from hf_engine_support import passkey_cases, run_arm
 
 from kvgate.engines.hf.block_checksums import BlockId, block_checksums, first_mismatch
 from kvgate.engines.hf.offload import DiskTier, HostTier, OffloadCorrupted, Tier, round_trip
@@ -102,12 +101,6 @@ def test_planted_corruption_is_caught_and_named(tmp_path: Path, tier_name: str) 
 
 
 # --- the embedded model --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def engine(model_folder: Path) -> Iterator[Any]:
-    with one_thread():
-        yield shared_engine()
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,13 @@ prefix reuse leaves every greedy output token-identical to the control."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from hf_engine_support import one_thread, passkey_cases, run_arm, shared_engine
+from hf_engine_support import passkey_cases, run_arm
 
 from kvgate.engines.base import Generation
 from kvgate.engines.hf.forward import forward_at
@@ -186,12 +185,6 @@ def test_models_without_composing_rope_are_refused() -> None:
 
 
 # --- the embedded model --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def engine(model_folder: Path) -> Iterator[Any]:
-    with one_thread():
-        yield shared_engine()
 
 
 @pytest.fixture(scope="module")
