@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from kvgate.treatments.spec import Treatment
@@ -21,6 +22,8 @@ class Generation:
 
     certificate_*: an eviction arm's attention-error certificate over decoding steps, layers and heads
     (the largest and the mean upper bound, the mean estimate); None without a certificate.
+    `timed_out`: the case ran past the engine's per-case time limit (`error` says so); stored as
+    fail_kind "timeout", a failure of the arm, not an engine error.
     """
 
     output_text: str
@@ -36,11 +39,18 @@ class Generation:
     certificate_bound_max: float | None = None
     certificate_bound_mean: float | None = None
     certificate_estimate_mean: float | None = None
+    timed_out: bool = False
 
     @staticmethod
     def failed(case: Case, error: str) -> Generation:
         n = case.n_prompt_tokens or 0
         return Generation("", (), n, 0, 0, 0.0, 0.0, None, None, error)
+
+    @staticmethod
+    def timeout(case: Case, seconds: float, latency_s: float) -> Generation:
+        n = case.n_prompt_tokens or 0
+        message = f"no answer within the per-case limit of {seconds:g} s"
+        return Generation("", (), n, 0, 0, latency_s, latency_s, None, None, message, timed_out=True)
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,9 @@ class ArmSetup:
 
     `batch_size` is how many cases the runner hands to one `generate` call (a batch for hf, concurrent
     requests for vllm); `seed` is the same for every arm of a run, so any sampling matches the control's.
+    `concurrency`: at most this many requests in flight at once (engines that serve requests);
+    `kv_blocks`: the KV pool the arm's engine gets, in blocks (None: the engine's own size), to put it
+    under pressure. `run_dir`: where the run is stored (an engine may keep its logs there).
     """
 
     arm: str
@@ -58,6 +71,9 @@ class ArmSetup:
     faults: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 1
     seed: int = 0
+    concurrency: int = 1
+    kv_blocks: int | None = None
+    run_dir: Path | None = None
 
 
 class ArmSession(Protocol):

@@ -15,10 +15,14 @@
 
 A treatment's `engine_args` (and those of a composite's parts) are merged last; they may refine an arm
 (e.g. `num_gpu_blocks_override` for a small GPU budget) but never contradict its kind.
+
+`base_engine_args` (what every arm shares) and `arm_args` (an arm's whole set) serve both the in-process
+`vllm` engine and the `vllm serve` command the `server` engine launches, so both run an arm alike.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +43,38 @@ OFFLOAD_ON_CPU = "CPU Offloading is currently only supported on CUDA-alike and X
 """vLLM's own words (vllm/v1/kv_offload/cpu/spec.py, 0.32), raised when the worker starts; quoted here so
 the arm is refused before a start that would take a minute to fail."""
 DEFAULT_OFFLOAD_GIB = 1.0
+DTYPES = ("float32", "bfloat16", "float16")
+CPU_KV_BYTES = 1 << 30
+KV_BLOCKS_ARG = "num_gpu_blocks_override"
+"""The argument that sizes an arm's KV pool in blocks (a matrix's `kv_blocks`: pressure)."""
+
+
+def base_engine_args(
+    on_cpu: bool, dtype: str | None, enforce_eager: bool | None, block_size: int | None
+) -> dict[str, Any]:
+    """What every arm of a run shares: float32, eager, block size 128 and a 1 GiB KV budget on CPU
+    (VLLM_CPU_KVCACHE_SPACE wins when set); bfloat16, compiled, block size 16 on GPU; seed 0."""
+    if dtype is not None and dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    args: dict[str, Any] = {
+        "dtype": dtype or ("float32" if on_cpu else "bfloat16"),
+        "enforce_eager": on_cpu if enforce_eager is None else bool(enforce_eager),
+        "block_size": int(block_size or (128 if on_cpu else 16)),
+        "seed": 0,
+    }
+    if on_cpu and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+        args["kv_cache_memory_bytes"] = CPU_KV_BYTES
+    return args
+
+
+def arm_args(
+    base: dict[str, Any], treatment: Treatment, offload_gib: float, kv_blocks: int | None = None
+) -> dict[str, Any]:
+    """An arm's whole set of engine arguments: the run's, the treatment's, and its KV pool size."""
+    args = {**base, **arm_engine_args(treatment, offload_gib)}
+    if kv_blocks is not None:
+        args[KV_BLOCKS_ARG] = kv_blocks
+    return args
 
 
 @dataclass(frozen=True)

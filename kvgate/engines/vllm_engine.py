@@ -46,8 +46,9 @@ from kvgate.engines.vllm_args import (
     DEFAULT_OFFLOAD_GIB,
     OFFLOAD_ON_CPU,
     VLLMPlatform,
-    arm_engine_args,
+    arm_args,
     arm_refusal,
+    base_engine_args,
 )
 from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
 from kvgate.engines.vllm_env import MULTIPROCESSING, prepare_vllm_environment
@@ -58,8 +59,6 @@ from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
 
 SALT_PREFIX = "kvgate-ns:"
-CPU_KV_BYTES = 1 << 30
-DTYPES = ("float32", "bfloat16", "float16")
 RESET_ATTEMPTS = 100
 
 
@@ -97,24 +96,18 @@ class VLLMEngine:
         on_cpu = self.device == "cpu"
         arg_names = frozenset(f.name for f in fields(EngineArgs))
         _check_options(vllm_options, arg_names)
-        if dtype is not None and dtype not in DTYPES:
-            raise BadInput(f"vllm engine: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-        self.dtype = dtype or ("float32" if on_cpu else "bfloat16")
-        self.block_size = int(block_size or (128 if on_cpu else 16))
+        try:
+            self.base_args: dict[str, Any] = base_engine_args(on_cpu, dtype, enforce_eager, block_size)
+        except ValueError as exc:
+            raise BadInput(f"vllm engine: {exc}") from None
+        self.dtype = str(self.base_args["dtype"])
+        self.block_size = int(self.base_args["block_size"])
         self.offload_gib = float(offload_gib)
         in_process = on_cpu and self.environment[MULTIPROCESSING] == "0"
         self.threads = (threads or _serving_threads()) if in_process else None
         source = model_folder(model)
         self.folder = vllm_model_folder(source)
-        self.base_args: dict[str, Any] = {
-            "dtype": self.dtype,
-            "enforce_eager": on_cpu if enforce_eager is None else bool(enforce_eager),
-            "block_size": self.block_size,
-            "seed": 0,
-            "disable_log_stats": False,
-        }
-        if on_cpu and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-            self.base_args["kv_cache_memory_bytes"] = CPU_KV_BYTES
+        self.base_args["disable_log_stats"] = False
         self.base_args.update(vllm_options)
         self.head_size = _head_size(self.folder)
         self.platform = VLLMPlatform(
@@ -152,14 +145,13 @@ class VLLMEngine:
             "engine_core": "in-process" if self.environment[MULTIPROCESSING] == "0" else "own process",
         }
 
-    def arm_args(self, treatment: Treatment) -> dict[str, Any]:
-        """Every engine argument of this arm's LLM."""
+    def arm_args(self, treatment: Treatment, kv_blocks: int | None = None) -> dict[str, Any]:
+        """Every engine argument of this arm's LLM (`kv_blocks`: its KV pool, in blocks)."""
         folder = str(self.folder)
         return {
             "model": folder,
             "tokenizer": folder,
-            **self.base_args,
-            **arm_engine_args(treatment, self.offload_gib),
+            **arm_args(self.base_args, treatment, self.offload_gib, kv_blocks),
         }
 
     def open(self, setup: ArmSetup) -> VLLMSession:
@@ -205,7 +197,7 @@ class VLLMSession:
         kinds = {p.kind for p in setup.treatment.parts()}
         self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
         self.probed = False
-        self.args = engine.arm_args(setup.treatment)
+        self.args = engine.arm_args(setup.treatment, setup.kv_blocks)
         self.caller_threads = torch.get_num_threads()
         self.caller_environment = dict(os.environ)
         try:

@@ -27,10 +27,11 @@ def first_divergence(control: Sequence[int] | None, candidate: Sequence[int]) ->
 
 def result_row(case: Case, gen: Generation, arm_run: ArmRun, control: Sequence[int] | None) -> dict[str, Any]:
     """Validate `gen` for `case` and build its row. An engine error is `fail_kind = "engine_error"`,
-    never a validation verdict, so the report can keep it out of the cache-induced failures."""
+    never a validation verdict, so the report can keep it out of the cache-induced failures; a case that
+    ran past the engine's time limit is `fail_kind = "timeout"`, a failure of the arm."""
     fail_kind: str | None
     if gen.error is not None:
-        passed, fail_kind, detail = False, "engine_error", gen.error
+        passed, fail_kind, detail = False, "timeout" if gen.timed_out else "engine_error", gen.error
     else:
         verdict = get_validator(case.validator)(gen.output_text, case.expected, case.validator_args)
         passed, fail_kind, detail = verdict.passed, verdict.fail_kind, verdict.detail

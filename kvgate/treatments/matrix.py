@@ -8,8 +8,11 @@
     confirm_reruns = 0       # re-run each candidate-only failure k ≤ 10 times: reproducible or flaky
     batch_size = 1           # cases submitted together, ≤ 4096 (a batch for hf, requests for vllm)
     seed = 0                 # handed to every arm's session alike
+    concurrency = 1          # requests in flight at once, ≤ 1024 (engines that serve requests)
+    kv_blocks = 64           # the KV pool, in blocks: pressure (engines that size it: server, vllm)
     [arm.prefix-reuse]       # per-arm load: offload and reuse defects show under load
     batch_size = 8
+    concurrency = 8          # the runner hands an arm batches of max(batch_size, concurrency) cases
     [treatment.streaming-50]
     kind = "eviction"
     …
@@ -40,8 +43,13 @@ MAX_CONFIRM_RERUNS = 10
 """Most confirm-reruns of each candidate-only failure a matrix may ask for."""
 MAX_BATCH_SIZE = 4096
 """Largest batch (default or per arm) a matrix may ask for."""
+MAX_CONCURRENCY = 1024
+"""Most requests in flight (default or per arm) a matrix may ask for."""
+MAX_KV_BLOCKS = 1 << 24
+LOAD_KEYS = ("concurrency", "kv_blocks")
 MATRIX_KEYS = {"control", "candidates", "aa_replicate", "confirm_reruns", "batch_size", "seed", "description"}
-ARM_KEYS = {"batch_size"}
+MATRIX_KEYS |= set(LOAD_KEYS)
+ARM_KEYS = {"batch_size", *LOAD_KEYS}
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,10 @@ class Matrix:
     faults: dict[str, dict[str, Any]] = field(default_factory=dict)
     text: str = ""
     description: str = ""
+    concurrency: int = 1
+    kv_blocks: int | None = None
+    arm_load: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per arm, its own `concurrency` and `kv_blocks` (`[arm.<name>]`)."""
 
     def arms(self) -> tuple[Treatment, ...]:
         return (self.control, *self.candidates)
@@ -67,6 +79,21 @@ class Matrix:
 
     def batch_size_for(self, arm: str) -> int:
         return self.arm_batch_size.get(arm, self.batch_size)
+
+    def concurrency_for(self, arm: str) -> int:
+        return self.arm_load.get(arm, {}).get("concurrency", self.concurrency)
+
+    def kv_blocks_for(self, arm: str) -> int | None:
+        return self.arm_load.get(arm, {}).get("kv_blocks", self.kv_blocks)
+
+    def submit_size_for(self, arm: str) -> int:
+        """How many cases the runner hands the arm's session at once: enough to keep `concurrency` busy."""
+        return max(self.batch_size_for(arm), self.concurrency_for(arm))
+
+    def load_for(self, arm: str) -> dict[str, int]:
+        """The arm's load settings that differ from the defaults (what its manifest entry records)."""
+        load = {"concurrency": self.concurrency_for(arm), "kv_blocks": self.kv_blocks_for(arm)}
+        return {k: v for k, v in load.items() if v is not None and not (k == "concurrency" and v == 1)}
 
 
 def shipped_matrices() -> dict[str, Path]:
@@ -167,6 +194,9 @@ def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
         faults=_faults(data.get("faults", {}), names, where),
         text=text,
         description=_typed(spec, "description", str, here, ""),
+        concurrency=_count(spec, "concurrency", 1, here, minimum=1, maximum=MAX_CONCURRENCY),
+        kv_blocks=_kv_blocks(spec, here),
+        arm_load=_arm_load(data.get("arm", {}), where),
     )
 
 
@@ -209,6 +239,27 @@ def _arm_batch_sizes(value: Any, names: list[str], where: str) -> dict[str, int]
         if "batch_size" in table:
             sizes[arm] = _count(table, "batch_size", 1, here, minimum=1, maximum=MAX_BATCH_SIZE)
     return sizes
+
+
+def _kv_blocks(spec: dict[str, Any], where: str) -> int | None:
+    return (
+        _count(spec, "kv_blocks", 1, where, minimum=1, maximum=MAX_KV_BLOCKS) if "kv_blocks" in spec else None
+    )
+
+
+def _arm_load(value: Any, where: str) -> dict[str, dict[str, int]]:
+    """Each `[arm.<name>]`'s own concurrency and kv_blocks (names and keys checked by _arm_batch_sizes)."""
+    load: dict[str, dict[str, int]] = {}
+    for arm, table in _tables(value, f"{where} [arm]").items():
+        here = f"{where} [arm.{arm}]"
+        own = {}
+        if "concurrency" in table:
+            own["concurrency"] = _count(table, "concurrency", 1, here, minimum=1, maximum=MAX_CONCURRENCY)
+        if "kv_blocks" in table:
+            own["kv_blocks"] = _count(table, "kv_blocks", 1, here, minimum=1, maximum=MAX_KV_BLOCKS)
+        if own:
+            load[arm] = own
+    return load
 
 
 def _faults(value: Any, names: list[str], where: str) -> dict[str, dict[str, Any]]:
