@@ -1,13 +1,21 @@
-"""Shared fixtures: small workloads frozen with the model-free tokenizer, and the embedded model."""
+"""Shared fixtures: small workloads frozen with the model-free tokenizer, and the embedded model.
+
+Every report the CLI renders during the tests, in this process or a child, is first checked against the
+report JSON's schema (KVGATE_CHECK_REPORT=1, kvgate.report.schema); set it to 0 to run without.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from kvgate.report.schema import CHECK_ENV
 from kvgate.workload.freeze import freeze
 from kvgate.workload.tokenizer import WordTokenizer
+
+os.environ.setdefault(CHECK_ENV, "1")
 
 
 @pytest.fixture(scope="session")

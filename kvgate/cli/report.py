@@ -14,9 +14,13 @@ FORMATS = ("table", "md", "html", "json", "junit")
 
 def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
     """Render `report` as `fmt` to `output` (stdout when None); a table fits the terminal's width (120
-    columns when not a terminal). A closed stdout drops the rest of the report."""
+    columns when not a terminal). A closed stdout drops the rest of the report. With KVGATE_CHECK_REPORT=1
+    the report is first checked against its schema (report.schema)."""
     from kvgate.cli.closed_stdout import stdout_console, tolerating_closed_stdout
+    from kvgate.report.schema import check_report, checking
 
+    if checking():
+        check_report(report)
     if fmt == "table":
         from rich.console import Console
 
