@@ -70,6 +70,16 @@ def stdout_to_stderr() -> Iterator[None]:
 )
 @click.option("--limit", type=int, default=None, help="Run this many cases, spread over the workload.")
 @click.option("-E", "engine_options", multiple=True, help="Engine option key=value (repeatable).")
+@click.option(
+    "--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+    help="Where rows are generated: this process, or the workers of a Ray cluster (docs/ray.md).",
+)  # fmt: skip
+@click.option(
+    "--ray-address", default=None, help="Ray cluster to join (default: RAY_ADDRESS, else a new local one)."
+)
+@click.option(
+    "--ray-workers", type=int, default=None, help="Engines at once on Ray (default: as the cluster holds)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print only the report JSON on stdout.")
 @click.option(
     "--quiet", is_flag=True, help="No progress and no table; only the exit code (and errors) speak."
@@ -88,6 +98,9 @@ def run(
     resume: Path | None,
     limit: int | None,
     engine_options: tuple[str, ...],
+    executor: str,
+    ray_address: str | None,
+    ray_workers: int | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -108,6 +121,9 @@ def run(
             resume=resume,
             limit=limit,
             engine_options=parse_engine_options(engine_options) if engine_options else None,
+            executor=executor,
+            ray_address=ray_address,
+            ray_workers=ray_workers,
         )
         _run(ctx, opts, as_json, quiet)
 

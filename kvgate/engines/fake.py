@@ -12,7 +12,10 @@ of cases, so the same fault at the same seed hits the same cases in every arm:
 - salt_leak: sessions share one prefix store across namespaces, so cache hits show where none may;
 - latency_s: added to every case (at most MAX_LATENCY_S, 60 s);
 - crash_after: the session raises after generating this many cases (a crashed engine, not a per-case
-  error; a resumed run gets that many more cases done per session).
+  error; a resumed run gets that many more cases done per session);
+- exit_after: the process running the session ends at once (exit code 137, as if killed) when it is
+  about to generate past this many cases, once per pass of a run (a marker named by the pass's namespace
+  is left in the temp folder): a lost worker or machine. Locally that ends `kvgate run` itself.
 
 Cache counters: a reuse arm reports the longest prefix it shares with a prompt it saw earlier in its
 session; every other arm reports 0, unless salt_leak lets namespaces see each other.
@@ -22,10 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
@@ -36,7 +42,8 @@ from kvgate.workload.case import Case
 
 RATES = ("wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate")
 MAX_LATENCY_S = 60.0
-FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "seed"}
+FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "exit_after", "seed"}
+LOST_EXIT_CODE = 137
 _SHARED_STORE: dict[tuple[int, ...], str] = {}
 
 
@@ -73,10 +80,12 @@ def check_faults(faults: dict[str, Any], where: str) -> None:
             raise BadInput(f"{where}: {key} must be in [0, 1], got {value!r}")
         if key == "latency_s" and not (number and 0 <= value <= MAX_LATENCY_S):
             raise BadInput(f"{where}: latency_s must be a number in [0, {MAX_LATENCY_S}], got {value!r}")
-        if key in ("crash_after", "seed") and not (isinstance(value, int) and not isinstance(value, bool)):
+        if key in ("crash_after", "exit_after", "seed") and not (
+            isinstance(value, int) and not isinstance(value, bool)
+        ):
             raise BadInput(f"{where}: {key} must be an integer, got {value!r}")
-        if key == "crash_after" and value < 0:
-            raise BadInput(f"{where}: crash_after must be ≥ 0, got {value}")
+        if key in ("crash_after", "exit_after") and value < 0:
+            raise BadInput(f"{where}: {key} must be ≥ 0, got {value}")
         if key == "salt_leak" and not isinstance(value, bool):
             raise BadInput(f"{where}: salt_leak must be true or false, got {value!r}")
 
@@ -94,6 +103,9 @@ class FakeSession:
         crash_after = self.setup.faults.get("crash_after")
         if crash_after is not None and self.generated + len(cases) > crash_after:
             raise RuntimeError(f"planted engine crash after {crash_after} cases")
+        exit_after = self.setup.faults.get("exit_after")
+        if exit_after is not None and self.generated + len(cases) > exit_after:
+            _exit_once(self.setup.namespace)
         self.generated += len(cases)
         return [self._one(case) for case in cases]
 
@@ -132,6 +144,19 @@ class FakeSession:
 
     def close(self) -> None:
         self.store.clear()
+
+
+def _exit_once(namespace: str) -> None:
+    """End this process at once unless a session of the same pass did already (the lost worker)."""
+    marker = (
+        Path(tempfile.gettempdir())
+        / f"kvgate-fake-exit-{hashlib.sha256(namespace.encode()).hexdigest()[:16]}"
+    )
+    try:
+        marker.touch(exist_ok=False)
+    except FileExistsError:
+        return
+    os._exit(LOST_EXIT_CODE)
 
 
 def _longest_prefix(store: dict[tuple[int, ...], str], prompt: tuple[int, ...]) -> tuple[int, str | None]:

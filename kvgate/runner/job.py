@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.engines.options import check_engine_options
-from kvgate.engines.registry import create_engine, engine_info
+from kvgate.engines.registry import engine_info
 from kvgate.errors import BadInput, RunInterrupted
+from kvgate.executors import executor_for
 from kvgate.gate.feasibility import check_safe, check_winnable
 from kvgate.gate.policy import NO_CLUSTER, Policy, load_policy, parse_policy
 from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
@@ -26,7 +27,6 @@ from kvgate.runner.run import (
     Progress,
     RunContext,
     check_applicable,
-    execute,
     open_run,
     refuse_if_changed,
     select_cases,
@@ -58,6 +58,9 @@ class RunOptions:
     limit: int | None = None
     engine_options: dict[str, Any] | None = None
     policy_unsafe_reason: str | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_workers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,11 @@ def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Exec
     inputs = resolve_inputs(opts, stored)
     if inputs.policy.sequential and sequential is None:
         raise BadInput("a sequential policy needs `kvgate run` (it stops arms between looks)")
+    executor = executor_for(opts.executor, opts.ray_address, opts.ray_workers)
+    if inputs.policy.sequential and executor.name != "local":
+        raise BadInput(
+            f"a sequential policy stops arms between looks: run it with --executor local, not {executor.name}"
+        )
     engine_info(inputs.engine)
     if stored is None:  # a resumed run's options were checked when it started; a change is refused below
         check_engine_options(inputs.engine, inputs.engine_options)
@@ -191,7 +199,7 @@ def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Exec
         refuse_if_changed(opts.resume, stored, manifest_for({**stored["engine"], "engine": inputs.engine}))
     if inputs.engine != "fake" and any(inputs.matrix.faults.values()):
         raise BadInput(f"matrix {inputs.matrix.name!r} plants [faults]; only --engine fake honours them")
-    engine = create_engine(inputs.engine, inputs.model, **inputs.engine_options)
+    engine = executor.create_engine(inputs.engine, inputs.model, inputs.engine_options)
     try:
         check_applicable(engine, inputs.matrix)
         manifest = manifest_for(engine.fingerprint())
@@ -212,7 +220,7 @@ def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Exec
                     engine,
                     progress or NoProgress(),
                 )
-                (sequential or execute)(ctx) if inputs.policy.sequential else execute(ctx)
+                executor.execute(ctx, sequential if inputs.policy.sequential else None)
         except KeyboardInterrupt as exc:
             raise RunInterrupted(run_dir) from exc
     finally:

@@ -18,6 +18,7 @@ from kvgate import __version__
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.gate.policy import Policy
 from kvgate.paths import REPO_ROOT
+from kvgate.runner.hardware import check_pairing
 from kvgate.runner.manifest_schema import check_manifest_shape
 from kvgate.runner.part_index import file_sha256
 from kvgate.treatments.matrix import Matrix
@@ -161,6 +162,7 @@ def verify_manifest(manifest: Any, where: str) -> None:
     matrix = manifest["matrix"]
     if set(manifest["arms"]) != {matrix["control"], *matrix["candidates"]}:
         raise BadInput(f"{where}: its arms are not its matrix's control and candidates")
+    check_pairing(manifest, where)
 
 
 def changed_identity(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ import jsonschema
 
 from kvgate.errors import BadInput
 from kvgate.names import NAME_PATTERN
+from kvgate.runner.hardware import MAX_NODES
 from kvgate.treatments.matrix import MAX_BATCH_SIZE, MAX_CONFIRM_RERUNS
 
 HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
@@ -26,6 +27,35 @@ ARM = {
         "batch_size": {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
     },
 }
+HARDWARE = {
+    "type": "object",
+    "required": ["accelerator", "engine_build", "units", "nodes"],
+    "properties": {
+        "accelerator": {"type": "string", "minLength": 1},
+        "engine_build": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "units": {"type": "integer", "minimum": 0},
+        "nodes": {"type": "array", "maxItems": MAX_NODES, "items": {"type": "string"}},
+    },
+}
+"""A hardware kind an arm's work units ran on (runner.hardware)."""
+EXECUTOR = {
+    "type": "object",
+    "required": ["kind"],
+    "properties": {
+        "kind": {"enum": ["local", "ray"]},
+        "address": {"type": ["string", "null"]},
+        "workers": {"type": "integer", "minimum": 1},
+        "max_tries": {"type": "integer", "minimum": 0},
+        "worker_resources": {
+            "type": "object",
+            "properties": {
+                "num_cpus": {"type": "number", "minimum": 0},
+                "num_gpus": {"type": "number", "minimum": 0},
+            },
+        },
+    },
+}
+"""The executor of the run's latest session (kvgate.executors)."""
 REQUIRED = (
     "run_id", "workload_sha256", "model", "engine", "engine_options", "arms", "policy_sha256",
     "case_ids", "matrix", "workload_path", "n_cases", "limit", "policy_text",
@@ -70,6 +100,12 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         "kvgate_version": {"type": "string"},
         "git_commit": {"type": ["string", "null"]},
         "host": {"type": "object"},
+        "executor": EXECUTOR,
+        "hardware": {
+            "type": "object",
+            "propertyNames": NAME,
+            "additionalProperties": {"type": "array", "items": HARDWARE},
+        },
     },
 }
 _VALIDATOR = jsonschema.Draft202012Validator(MANIFEST_SCHEMA)

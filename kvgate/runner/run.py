@@ -137,14 +137,14 @@ def run_pass(ctx: RunContext, arm_run: ArmRun) -> None:
     ctx.progress.start(arm_run.label, len(kept), len(kept) - len(missing))
     try:
         if missing:
-            batches = _plan_batches(arm_run, missing, ctx.matrix.batch_size_for(arm_run.arm))
+            batches = plan_batches(arm_run, missing, ctx.matrix.batch_size_for(arm_run.arm))
             _generate(ctx, arm_run, batches, missing)
         compact(ctx.run_dir, arm_run.arm)  # also merges parts an interrupted earlier session left
     finally:
         ctx.progress.finish()
 
 
-def _plan_batches(arm_run: ArmRun, missing: set[str], size: int) -> list[Sequence[Case]]:
+def plan_batches(arm_run: ArmRun, missing: set[str], size: int) -> list[Sequence[Case]]:
     """Batches to generate: for a reuse arm every batch up to the last one missing a row (history
     replayed), for any other arm only the missing cases."""
     batches: list[Sequence[Case]] = [arm_run.cases[i : i + size] for i in range(0, len(arm_run.cases), size)]
@@ -157,7 +157,7 @@ def _plan_batches(arm_run: ArmRun, missing: set[str], size: int) -> list[Sequenc
 
 def _generate(ctx: RunContext, arm_run: ArmRun, batches: list[Sequence[Case]], missing: set[str]) -> None:
     reference = arm_run.arm == ctx.matrix.control.name and arm_run.replicate == 0 and arm_run.attempt == 0
-    control = {} if reference else _control_tokens(ctx)
+    control = {} if reference else control_tokens(ctx)
     session = _open_session(ctx, arm_run)
     pending: list[dict[str, Any]] = []
     stored_at = time.monotonic()
@@ -185,18 +185,19 @@ def _generate(ctx: RunContext, arm_run: ArmRun, batches: list[Sequence[Case]], m
             ctx.progress.advance(len(rows))
             if pending and (time.monotonic() - stored_at >= PART_SECONDS or len(pending) >= MAX_PART_ROWS):
                 full, pending = pending, []
-                _store(ctx, arm_run.arm, full)
+                store_rows(ctx, arm_run.arm, full)
                 stored_at = time.monotonic()
     finally:
         try:
             if pending:  # complete batches stay stored even when the engine failed or the user interrupted
-                _store(ctx, arm_run.arm, pending)
+                store_rows(ctx, arm_run.arm, pending)
         finally:
             session.close()
 
 
-def _open_session(ctx: RunContext, arm_run: ArmRun) -> ArmSession:
-    setup = ArmSetup(
+def arm_setup(ctx: RunContext, arm_run: ArmRun) -> ArmSetup:
+    """The session set-up of a pass: its namespace, planted faults, batch size and the run's seed."""
+    return ArmSetup(
         arm=arm_run.arm,
         replicate=arm_run.replicate,
         treatment=arm_run.treatment,
@@ -205,8 +206,11 @@ def _open_session(ctx: RunContext, arm_run: ArmRun) -> ArmSession:
         batch_size=ctx.matrix.batch_size_for(arm_run.arm),
         seed=ctx.matrix.seed,
     )
+
+
+def _open_session(ctx: RunContext, arm_run: ArmRun) -> ArmSession:
     try:
-        return ctx.engine.open(setup)
+        return ctx.engine.open(arm_setup(ctx, arm_run))
     except KvgateError:
         raise
     except Exception as exc:
@@ -215,12 +219,12 @@ def _open_session(ctx: RunContext, arm_run: ArmRun) -> ArmSession:
         ) from exc
 
 
-def _store(ctx: RunContext, arm: str, rows: list[dict[str, Any]]) -> None:
+def store_rows(ctx: RunContext, arm: str, rows: list[dict[str, Any]]) -> None:
     write_part(ctx.run_dir, arm, rows)
     ctx.done.update((r["arm"], r["replicate"], r["case_id"], r["attempt"]) for r in rows)
 
 
-def _control_tokens(ctx: RunContext) -> dict[str, list[int]]:
+def control_tokens(ctx: RunContext) -> dict[str, list[int]]:
     """The control's output tokens per case (replicate 0, first attempt), engine errors left out."""
     if ctx.control_tokens is None:
         ctx.control_tokens = _read_control_tokens(ctx)

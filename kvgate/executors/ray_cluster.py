@@ -1,0 +1,61 @@
+"""The Ray cluster a run uses: joined at an address, or started on this machine, and left as found.
+
+`--ray-address ADDR` (or the RAY_ADDRESS variable) joins a running cluster; without either a cluster
+of this machine's CPUs and GPUs is started for the run and stopped after it. A process that has called
+`ray.init` already (a test, a notebook) keeps its connection. Ray's dashboard is not started and its
+workers' output is not copied to kvgate's terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import ModuleType
+from typing import Any
+
+from kvgate.errors import BadInput
+
+INSTALL_HINT = "pip install 'kvgate[ray]'"
+
+
+def import_ray() -> ModuleType:
+    """The `ray` module, or a one-line BadInput saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise BadInput(f"--executor ray needs Ray: {INSTALL_HINT}") from None
+    return ray
+
+
+class Cluster:
+    """A connection to a Ray cluster; `close` disconnects only if this object connected."""
+
+    def __init__(self, address: str | None) -> None:
+        self.ray = import_ray()
+        self.owned = False
+        if self.ray.is_initialized():
+            return
+        try:
+            self.ray.init(
+                address=address,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+            where = f"at {address}" if address else "(RAY_ADDRESS, or a new one on this machine)"
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise BadInput(f"cannot reach the Ray cluster {where}: {first}") from None
+        self.owned = True
+
+    @property
+    def address(self) -> str:
+        return str(self.ray.get_runtime_context().gcs_address)
+
+    def total(self) -> dict[str, Any]:
+        """The cluster's resources (CPU, GPU, …) as its nodes declare them now."""
+        return dict(self.ray.cluster_resources())
+
+    def close(self) -> None:
+        if self.owned and self.ray.is_initialized():
+            self.ray.shutdown()
+        self.owned = False
