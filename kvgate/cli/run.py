@@ -61,7 +61,14 @@ def stdout_to_stderr() -> Iterator[None]:
     "--policy-unsafe-reason", default=None,
     help="Why a policy below the safety floor (confidence < 0.8, rule = point) is used; stored and reported.",
 )  # fmt: skip
-@click.option("-o", "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
+@click.option(
+    "-o", "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+    help="Where a new run's directory is made: <runs-dir>/<UTC time>-<spec hash>.",
+)  # fmt: skip
+@click.option(
+    "--run-dir", type=click.Path(path_type=Path), default=None,
+    help="Make the new run exactly here (a new or empty directory), for scripts that need a known path.",
+)  # fmt: skip
 @click.option(
     "--resume",
     type=click.Path(path_type=Path),
@@ -95,6 +102,7 @@ def run(
     policy: Path | None,
     policy_unsafe_reason: str | None,
     runs_dir: Path,
+    run_dir: Path | None,
     resume: Path | None,
     limit: int | None,
     engine_options: tuple[str, ...],
@@ -104,7 +112,10 @@ def run(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Run every case under the control and each candidate arm, then gate."""
+    """Run every case under the control and each candidate arm, then gate.
+
+    Every run is new: its directory is printed when it starts. `--resume DIR` continues one.
+    """
     from kvgate.runner.job import RunOptions
 
     with tempfile.TemporaryDirectory(prefix="kvgate-arms-") as folder:
@@ -118,6 +129,7 @@ def run(
             policy=policy,
             policy_unsafe_reason=policy_unsafe_reason,
             runs_dir=runs_dir,
+            run_dir=run_dir,
             resume=resume,
             limit=limit,
             engine_options=parse_engine_options(engine_options) if engine_options else None,
@@ -146,15 +158,21 @@ def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool) -> No
     from kvgate.runner.job import run_job
     from kvgate.sequential_run import execute_sequential
 
+    announce = None if quiet or as_json else _announce
     if quiet or as_json:
         with stdout_to_stderr():
-            run_dir = run_job(opts, sequential=execute_sequential)
+            run_dir = run_job(opts, sequential=execute_sequential, announce=announce)
     else:
         from kvgate.cli.progress import progress_for_stderr
 
         with progress_for_stderr() as progress:
-            run_dir = run_job(opts, progress, sequential=execute_sequential)
+            run_dir = run_job(opts, progress, sequential=execute_sequential, announce=announce)
     ctx.exit(_report(run_dir, as_json, quiet))
+
+
+def _announce(run_dir: Path) -> None:
+    """Name a new run's directory before anything is generated (what to --resume after a crash)."""
+    click.echo(f"kvgate: run {run_dir} (after an interruption: kvgate run --resume {run_dir})", err=True)
 
 
 def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:

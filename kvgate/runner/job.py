@@ -1,9 +1,10 @@
 """`kvgate run` as one function: resolve inputs, open the run directory, generate.
 
-A new run takes what is given and the defaults for the rest. A resumed run (`resume`) takes everything
-from its manifest; what is given explicitly must match it, or the resume is refused naming what changed
-(so does a changed workload file, model, engine library or treatment catalog). Bad input is refused
-before anything is written or generated.
+A new run takes what is given and the defaults for the rest, in a new run directory
+(`<runs_dir>/<run id>`, or exactly `run_dir`, which must not hold anything yet). A resumed run
+(`resume`) takes everything from its manifest; what is given explicitly must match it, or the resume is
+refused naming what changed (so does a changed workload file, model, engine library or treatment
+catalog). Bad input is refused before anything is written or generated.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kvgate.gate.feasibility import check_safe, check_winnable
 from kvgate.gate.policy import NO_CLUSTER, Policy, load_policy, parse_policy
 from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
 from kvgate.runner.lock import run_lock
-from kvgate.runner.manifest import build_manifest, read_manifest
+from kvgate.runner.manifest import MANIFEST, build_manifest, read_manifest
 from kvgate.runner.run import (
     NoProgress,
     Progress,
@@ -61,6 +62,7 @@ class RunOptions:
     executor: str = "local"
     ray_address: str | None = None
     ray_workers: int | None = None
+    run_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -149,9 +151,40 @@ def cluster_key(case: Case, policy: Policy) -> str:
     return f"cluster:{value}" if value else case.case_id
 
 
-def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Executor | None = None) -> Path:
+def claim_new_run_dir(run_dir: Path) -> None:
+    """Create `run_dir` for a new run; one that already holds anything is refused (a run there is
+    continued with --resume, never overwritten)."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        held = next(iter(run_dir.iterdir()), None)
+    except OSError as exc:
+        raise BadInput(f"cannot create the run directory {run_dir}: {exc.strerror or exc}") from None
+    if held is None or _stopped_before_it_began(run_dir):
+        return
+    if (run_dir / MANIFEST).exists():
+        raise BadInput(
+            f"{run_dir} already holds a run: continue it with --resume {run_dir}, or name a new directory"
+        )
+    raise BadInput(f"{run_dir} is not empty: a new run needs an empty or new directory")
+
+
+def _stopped_before_it_began(run_dir: Path) -> bool:
+    """A run killed before its manifest: only its lock and an empty results folder (nothing generated)."""
+    names = {c.name for c in run_dir.iterdir()}
+    return names <= {".lock", "results"} and not any(run_dir.glob("results/*/*"))
+
+
+def run_job(
+    opts: RunOptions,
+    progress: Progress | None = None,
+    sequential: Executor | None = None,
+    announce: Callable[[Path], None] | None = None,
+) -> Path:
     """Run (or resume) the matrix; returns the run directory. `sequential`: how a policy with
-    `sequential = true` generates (look by look; the caller supplies it, since it reads reports)."""
+    `sequential = true` generates (look by look; the caller supplies it, since it reads reports).
+    `announce(run_dir)` is called once a new run's directory is open, before any generation."""
+    if opts.run_dir is not None and opts.resume is not None:
+        raise BadInput("--run-dir names a new run; --resume continues one: give one of them")
     for option, value in (("--engine", opts.engine), ("--model", opts.model), ("--matrix", opts.matrix)):
         if value is not None and not value.strip():
             raise BadInput(f"{option} is empty: name one, or leave the option out for the default")
@@ -203,11 +236,17 @@ def run_job(opts: RunOptions, progress: Progress | None = None, sequential: Exec
     try:
         check_applicable(engine, inputs.matrix)
         manifest = manifest_for(engine.fingerprint())
-        run_dir = opts.resume if opts.resume is not None else opts.runs_dir / manifest["run_id"]
+        run_dir = (
+            opts.resume if opts.resume is not None else opts.run_dir or opts.runs_dir / manifest["run_id"]
+        )
+        if opts.resume is None:
+            claim_new_run_dir(run_dir)
         try:
             with run_lock(run_dir):
                 remove_temp_files(run_dir)
                 manifest = open_run(run_dir, manifest)
+                if announce is not None and opts.resume is None:
+                    announce(run_dir)
                 reconcile(run_dir, manifest["run_id"])
                 remove_superseded_parts(run_dir)
                 ctx = RunContext(

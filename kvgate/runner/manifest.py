@@ -1,7 +1,9 @@
 """The run manifest: everything that identifies a run, written before its first generation.
 
-The run id is a hash of the resolved spec (workload, model, engine, arms, policy, case selection), so
-the same spec names the same run directory; resuming compares the parts that must not change.
+The run id is the UTC time the run was created and a hash of the resolved spec (workload, model, engine,
+arms, policy, case selection): `20261130T101500.123Z-3fa2c1d4e5f6`. Every `kvgate run` is a new run that
+sorts by time (a nightly job measures again); runs with the same hash ran the same spec. Resuming
+compares the parts that must not change.
 """
 
 from __future__ import annotations
@@ -52,9 +54,20 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def run_id_of(identity: dict[str, Any]) -> str:
-    """The run id: the first 12 hex digits of the sha256 of the identity fields' canonical JSON."""
+def spec_hash(identity: dict[str, Any]) -> str:
+    """The first 12 hex digits of the sha256 of the identity fields' canonical JSON."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def run_id_of(created: datetime, identity: dict[str, Any]) -> str:
+    """`<UTC time to the millisecond>-<spec hash>`: sorts by time, names the spec."""
+    stamp = created.astimezone(UTC).strftime("%Y%m%dT%H%M%S") + f".{created.microsecond // 1000:03d}Z"
+    return f"{stamp}-{spec_hash(identity)}"
+
+
+def spec_hash_of_run_id(run_id: str) -> str:
+    """The spec hash a run id ends with."""
+    return run_id.rsplit("-", 1)[-1]
 
 
 def build_manifest(
@@ -67,7 +80,8 @@ def build_manifest(
     limit: int | None = None,
     engine_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The manifest of a run; its `run_id` hashes the identity (what a resume must find unchanged)."""
+    """The manifest of a new run; its `run_id` ends with the hash of the identity (what a resume must
+    find unchanged)."""
     arms = {
         t.name: {
             "spec": t.to_dict(),
@@ -93,11 +107,11 @@ def build_manifest(
             "seed": matrix.seed,
         },
     }
-    run_id = run_id_of(identity)
+    created = datetime.now(UTC)
     return {
-        "run_id": run_id,
+        "run_id": run_id_of(created, identity),
         **identity,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_at": created.isoformat(timespec="milliseconds"),
         "workload_path": str(workload.path.resolve()) if workload.path else None,
         "workload_file_sha256": file_sha256(workload.path) if workload.path else None,
         "tokenizer": workload.meta.get("tokenizer"),
@@ -137,7 +151,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         if started and not any(run_dir.glob("results/*/part-*.parquet")):
             raise BadInput(
                 f"{run_dir} has no {MANIFEST}: the run was stopped before it began, so nothing was "
-                "generated; run the same `kvgate run` command again"
+                "generated; start it again with the same `kvgate run` command"
             ) from None
         raise BadInput(f"{run_dir} is not a kvgate run: no {MANIFEST}") from None
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or bad UTF-8
@@ -147,14 +161,14 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 
 
 def verify_manifest(manifest: Any, where: str) -> None:
-    """The manifest has the schema's shape, its policy text hashes to its `policy_sha256`, its run id is
-    the hash of its identity fields, and its arms are its matrix's: a one-line BadInput naming what
+    """The manifest has the schema's shape, its policy text hashes to its `policy_sha256`, its run id ends
+    with the hash of its identity fields, and its arms are its matrix's: a one-line BadInput naming what
     changed otherwise."""
     check_manifest_shape(manifest, where)
     if hashlib.sha256(manifest["policy_text"].encode()).hexdigest() != manifest["policy_sha256"]:
         raise BadInput(f"{where}: policy_text does not match policy_sha256: the policy was edited")
-    recomputed = run_id_of({k: manifest[k] for k in IDENTITY_KEYS})
-    if recomputed != manifest["run_id"]:
+    recomputed = spec_hash({k: manifest[k] for k in IDENTITY_KEYS})
+    if recomputed != spec_hash_of_run_id(manifest["run_id"]):
         raise BadInput(
             f"{where}: run id {manifest['run_id']} does not match its identity fields (they hash to "
             f"{recomputed}): the workload, model, engine, arms, policy or matrix was edited after the run"

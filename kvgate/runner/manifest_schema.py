@@ -27,6 +27,8 @@ ARM = {
         "batch_size": {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
     },
 }
+RUN_ID_PATTERN = r"^([0-9]{8}T[0-9]{6}\.[0-9]{3}Z-)?[0-9a-f]{12}$"
+"""`<UTC time>-<spec hash>`; a bare spec hash is a run made before run ids carried the time."""
 HARDWARE = {
     "type": "object",
     "required": ["accelerator", "engine_build", "units", "nodes"],
@@ -64,7 +66,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": list(REQUIRED),
     "properties": {
-        "run_id": {"type": "string", "pattern": "^[0-9a-f]{12}$"},
+        "run_id": {"type": "string", "pattern": RUN_ID_PATTERN},
         "workload_sha256": HEX64,
         "model": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
         "engine": {

@@ -97,3 +97,34 @@ def test_stdout_to_stderr_catches_native_writes(capfd: pytest.CaptureFixture[str
     out, err = capfd.readouterr()
     assert out == "after\n"
     assert "from python" in err and "from native code" in err
+
+
+def test_every_run_is_new_and_named_when_it_starts(smoke_workload: Path, tmp_path: Path) -> None:
+    first = _run("-w", smoke_workload, "-o", tmp_path / "runs")
+    second = _run("-w", smoke_workload, "-o", tmp_path / "runs")
+    announced = [
+        next(line for line in r.stderr.splitlines() if line.startswith("kvgate: run "))
+        for r in (first, second)
+    ]
+    dirs = [Path(line.split()[2]) for line in announced]
+    assert dirs[0] != dirs[1] and all((d / "manifest.json").exists() for d in dirs)
+    assert sorted(dirs, key=lambda d: d.name) == dirs  # run ids sort by the time they were made
+    assert dirs[0].name.split("-")[-1] == dirs[1].name.split("-")[-1]  # the same spec hash
+    assert f"kvgate run --resume {dirs[0]}" in announced[0]
+    assert "24 of 24 cases to generate" in second.stderr  # measured again, not reused
+
+
+def test_run_dir_makes_the_run_there_and_never_overwrites_one(smoke_workload: Path, tmp_path: Path) -> None:
+    target = tmp_path / "ci" / "gate"
+    assert _run("-w", smoke_workload, "--run-dir", target, "--quiet").exit_code == 3
+    assert (target / "manifest.json").exists()
+    again = _run("-w", smoke_workload, "--run-dir", target)
+    assert again.exit_code == 2 and f"continue it with --resume {target}" in again.stderr
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    refused = _run("-w", smoke_workload, "--run-dir", busy)
+    assert refused.exit_code == 2 and "is not empty" in refused.stderr
+    assert (busy / "notes.txt").read_text() == "mine"
+    both = _run("--run-dir", tmp_path / "new", "--resume", target)
+    assert both.exit_code == 2 and "give one of them" in both.stderr

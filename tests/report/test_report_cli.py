@@ -157,7 +157,8 @@ def test_compare_two_runs(fixed_run: Path, tmp_path: Path) -> None:
     worse = make_fixed_run(tmp_path / "worse", fails={"offload-host": {10, 47}, "fp8-e4m3": {20, 46}})
     result = invoke(str(worse), "--compare", str(fixed_run), "--format", "json")
     compare = as_json(result)["compare"]
-    assert compare["baseline"]["run_id"] == compare["current"]["run_id"]  # same spec, new results
+    baseline, current = compare["baseline"]["run_id"], compare["current"]["run_id"]
+    assert baseline != current and baseline.split("-")[-1] == current.split("-")[-1]  # same spec, new run
     arms = {a["arm"]: a for a in compare["arms"]}
     offload_all = arms["offload-host"]["slices"][0]
     assert (offload_all["baseline_decision"], offload_all["decision"], offload_all["change"]) == (

@@ -39,12 +39,13 @@ def rounded(value: Any) -> Any:
     return value
 
 
+RUN_ID = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{12}")
+"""A run id: the time a run was made differs between runs of the same spec."""
+
+
 def normalised(report: dict[str, Any]) -> dict[str, Any]:
-    text = json.dumps(rounded(report))
-    for volatile in {report["run"]["run_id"], report["run"]["workload_sha256"]}:
-        text = text.replace(
-            volatile, "<" + ("run_id" if volatile == report["run"]["run_id"] else "sha") + ">"
-        )
+    text = RUN_ID.sub("<run_id>", json.dumps(rounded(report)))
+    text = text.replace(report["run"]["workload_sha256"], "<sha>")
     data: dict[str, Any] = json.loads(text)
     data["kvgate_version"] = data["run"]["kvgate_version"] = "<version>"
     data["run"]["created_at"] = "<created_at>"

@@ -40,10 +40,15 @@ def test_planted_wrong_answers_fail_that_arm_only(
     assert report["noise_floor"]["flips"] == 0
     assert report["noise_floor"]["n_pairs"] == 320
 
-    # The same spec names the same run: running it again generates nothing and prints the table.
+    # Running it again is a new run that measures again (a nightly job), with the same spec hash.
+    first = only_run(tmp_path / "runs")
     table = kvgate("run", "--engine", "fake", "-w", accept_workload, "-m", matrix, "-o", tmp_path / "runs")
     assert table.exit_code == 1
     verdict = next(line for line in table.stdout.splitlines() if line.startswith("fp8-e4m3: FAIL"))
     assert "slice all" in verdict
     assert "streaming-50: PASS" in table.stdout and "offload-host: PASS" in table.stdout
-    assert len(stored_rows(only_run(tmp_path / "runs"))) == 5 * 320
+    runs = sorted(p for p in (tmp_path / "runs").iterdir() if (p / "manifest.json").exists())
+    assert len(runs) == 2 and runs[0] == first  # run ids sort by time
+    assert runs[0].name.split("-")[-1] == runs[1].name.split("-")[-1]
+    assert stored_rows(runs[0]) == stored_rows(runs[1])
+    assert len(stored_rows(runs[1])) == 5 * 320

@@ -188,4 +188,4 @@ def test_a_run_stopped_before_its_manifest_says_how_to_go_on(kvgate: Invoke, tmp
     result = kvgate("run", "--resume", run_dir)
     assert result.exit_code == 2
     assert "the run was stopped before it began, so nothing was generated" in result.output
-    assert "run the same `kvgate run` command again" in result.output
+    assert "start it again with the same `kvgate run` command" in result.output
