@@ -14,8 +14,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def cache_dir() -> Path:
-    """kvgate's cache (converted models): $KVGATE_CACHE, else `.cache/kvgate` in the repository."""
-    return Path(os.environ.get("KVGATE_CACHE", REPO_ROOT / ".cache" / "kvgate"))
+    """kvgate's cache (converted models): $KVGATE_CACHE; else `.cache/kvgate` in the checkout kvgate
+    runs from (an editable install); else the user's cache, `$XDG_CACHE_HOME/kvgate` or
+    `~/.cache/kvgate` (never inside an installed package)."""
+    if "KVGATE_CACHE" in os.environ:
+        return Path(os.environ["KVGATE_CACHE"])
+    if (REPO_ROOT / "pyproject.toml").is_file() and (REPO_ROOT / "kvgate").is_dir():
+        return REPO_ROOT / ".cache" / "kvgate"
+    user_cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(user_cache) / "kvgate"
 
 
 @contextmanager
