@@ -1,7 +1,7 @@
 """The `-E key=value` names each engine takes, checked before the engine's libraries are imported.
 
 kvgate's own options per engine are listed here (a test holds them to the engines' signatures); the vllm
-engine also passes on any `vllm.EngineArgs` field, whose names are read from vLLM's source without
+and server engines also pass on any `vllm.EngineArgs` field, whose names are read from vLLM's source without
 importing it (an import takes about a minute).
 """
 
@@ -20,8 +20,23 @@ from kvgate.errors import BadInput
 OWN_OPTIONS: dict[str, tuple[str, ...]] = {
     "hf": ("device", "dtype", "reuse_cache_bytes", "threads"),
     "vllm": ("dtype", "enforce_eager", "block_size", "offload_gib", "threads"),
+    "server": (
+        "command",
+        "endpoints",
+        "timeout_s",
+        "retries",
+        "backoff_s",
+        "ready_s",
+        "stop_s",
+        "device",
+        "dtype",
+        "enforce_eager",
+        "block_size",
+        "offload_gib",
+    ),
     "fake": (),
 }
+TAKES_VLLM_ARGS = ("vllm", "server")
 
 
 @cache
@@ -55,15 +70,17 @@ def check_engine_options(engine: str, options: dict[str, Any]) -> None:
         return
     if not own:
         raise BadInput(f"engine {engine!r} takes no -E options, got {', '.join(sorted(options))}")
-    extra = vllm_engine_arg_names() if engine == "vllm" else frozenset()
+    extra = vllm_engine_arg_names() if engine in TAKES_VLLM_ARGS else frozenset()
     if extra is None:
         return  # vLLM's arguments unknown here: the engine checks them when it starts
     known = [*own, *sorted(extra)]
     for name in options:
-        if engine == "vllm" and name in ("model", "tokenizer"):
-            raise BadInput(f"vllm engine option {name!r}: choose the model with --model")
-        if engine == "vllm" and name in ARM_KEYS:
-            raise BadInput(f"vllm engine option {name!r} is set per arm by its treatment, not for the run")
+        if engine in TAKES_VLLM_ARGS and name in ("model", "tokenizer"):
+            raise BadInput(f"{engine} engine option {name!r}: choose the model with --model")
+        if engine in TAKES_VLLM_ARGS and name in ARM_KEYS:
+            raise BadInput(
+                f"{engine} engine option {name!r} is set per arm by its treatment, not for the run"
+            )
         if name in known:
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)

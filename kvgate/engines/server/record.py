@@ -1,0 +1,112 @@
+"""The record a server pass leaves in its run directory: how it was served, what the server counted.
+
+    <run_dir>/server/<arm>.r<replicate>.a<attempt>.<session>.json    this record
+    <run_dir>/server/<arm>.r<replicate>.a<attempt>.<session>.log     a launched server's output
+
+A resumed pass is a new session with records of its own. One JSON Schema, checked when a record is
+written and when it is read: `form` is "launched" or "endpoint"; `preemptions` is the rise of the
+server's preemption counter over the pass (None: not reported); `retried` maps each case that needed
+more than one attempt to its attempt count; `timeouts` counts the cases that ran past the time limit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from kvgate.errors import BadInput
+from kvgate.workload.schema import atomic_write
+
+FOLDER = "server"
+SCHEMA_ID = "kvgate.server-pass/1"
+COUNT = {"type": "integer", "minimum": 0}
+RECORD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "schema",
+        "arm",
+        "replicate",
+        "attempt",
+        "session",
+        "form",
+        "url",
+        "concurrency",
+        "kv_blocks",
+        "requests",
+        "retried",
+        "timeouts",
+        "preemptions",
+        "wall_s",
+    ],
+    "properties": {
+        "schema": {"const": SCHEMA_ID},
+        "arm": {"type": "string", "minLength": 1},
+        "replicate": COUNT,
+        "attempt": COUNT,
+        "session": COUNT,
+        "form": {"enum": ["launched", "endpoint"]},
+        "url": {"type": "string"},
+        "command": {"type": "array", "items": {"type": "string"}},
+        "log": {"type": "string"},
+        "concurrency": {"type": "integer", "minimum": 1},
+        "kv_blocks": {"type": ["integer", "null"], "minimum": 1},
+        "requests": COUNT,
+        "retried": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 2}},
+        "timeouts": COUNT,
+        "preemptions": {"type": ["integer", "null"], "minimum": 0},
+        "wall_s": {"type": "number", "minimum": 0},
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(RECORD_SCHEMA)
+
+
+def pass_stem(arm: str, replicate: int, attempt: int, session: int) -> str:
+    return f"{arm}.r{replicate}.a{attempt}.{session}"
+
+
+def next_session(run_dir: Path, arm: str, replicate: int, attempt: int) -> int:
+    """The first session number of this pass without a log or a record yet."""
+    folder = run_dir / FOLDER
+    session = 0
+    while any(
+        (folder / f"{pass_stem(arm, replicate, attempt, session)}{ext}").exists() for ext in (".json", ".log")
+    ):
+        session += 1
+    return session
+
+
+def check_record(record: Any, where: str) -> None:
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(record))
+    if error is not None:
+        field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise BadInput(f"{where} is malformed at {field}: {error.message[:120]}")
+
+
+def write_record(run_dir: Path, record: dict[str, Any]) -> Path:
+    stem = pass_stem(record["arm"], record["replicate"], record["attempt"], record["session"])
+    path = run_dir / FOLDER / f"{stem}.json"
+    check_record(record, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
+    atomic_write(path, lambda f: f.write(data))
+    return path
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    """Every pass record of the run, checked, in file-name order (none when the run used no server)."""
+    folder = run_dir / FOLDER
+    if not folder.is_dir():
+        return []
+    records = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"server pass record {path} cannot be read: {exc}") from None
+        check_record(record, f"server pass record {path}")
+        records.append(record)
+    return records

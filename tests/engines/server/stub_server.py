@@ -1,0 +1,269 @@
+"""An OpenAI-compatible completions stub with planted faults, for tests and benchmarks only (loopback).
+
+Standard library only, so it starts in a blink as a launched server (`python stub_server.py --port P
+--answers A.json {arm_flags}`) or runs in a thread (`start_stub`). It answers each prompt (token ids)
+with the answer the answers file holds for it (`answer_key`), one token per word, and emulates vLLM's
+prefix cache per cache_salt when started with `--enable-prefix-caching` (whole blocks of
+`--block-size`, the last prompt token always recomputed). Other `vllm serve` flags are ignored.
+
+Faults (seeded, per prompt):
+- fault_k, fault_share: when at least k requests are in flight, a planted share of them are answered
+  with another in-flight request's output (a stand-in for KV read from a recycled block);
+- flaky ("reset" | "503"): each prompt's first attempt drops the connection or answers 503;
+- slow_share, slow_s: a share of prompts take slow_s seconds; malformed_share: a share of answers lack
+  token_ids; die_after: the process exits (status 3) after that many answers (once, with die_marker:
+  not again once the marker file exists); leak_salt: the prefix
+  cache ignores cache_salt; preempt_at: a request arriving with at least this many in flight counts
+  one preemption in /metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FALLBACK = "I do not know."
+
+
+def answer_key(prompt: list[int]) -> str:
+    return hashlib.sha1(",".join(map(str, prompt)).encode()).hexdigest()
+
+
+def word_tokens(text: str) -> list[int]:
+    return [zlib.crc32(w.encode()) & 0x7FFFFFFF for w in text.split()]
+
+
+def _hit(seed: int, tag: str, key: str, share: float) -> bool:
+    if share <= 0:
+        return False
+    digest = hashlib.sha256(f"{tag}:{seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+@dataclass
+class StubOptions:
+    answers: dict[str, str] = field(default_factory=dict)
+    prefix_caching: bool = False
+    block_size: int = 16
+    latency_s: float = 0.0
+    seed: int = 0
+    fault_k: int = 0
+    fault_share: float = 0.0
+    flaky: str | None = None
+    slow_share: float = 0.0
+    slow_s: float = 0.0
+    malformed_share: float = 0.0
+    die_after: int = 0
+    die_marker: Path | None = None
+    leak_salt: bool = False
+    preempt_at: int = 0
+
+
+class StubState:
+    def __init__(self, options: StubOptions) -> None:
+        self.options = options
+        self.lock = threading.Lock()
+        self.in_flight: dict[int, str] = {}  # request number -> the answer it would give
+        self.next_id = 0
+        self.answered = 0
+        self.preemptions = 0
+        self.attempts: dict[tuple[str, str, int], int] = {}
+        self.cache: set[tuple[str, str]] = set()  # (salt, key of a block-aligned prefix)
+        self.on_death = lambda: os._exit(3)
+
+    def cached(self, salt: str, prompt: list[int]) -> int:
+        o = self.options
+        if not o.prefix_caching:
+            return 0
+        scope = "" if o.leak_salt else salt
+        hit = 0
+        for end in range(o.block_size, len(prompt), o.block_size):  # the last token is never cached
+            if (scope, answer_key(prompt[:end])) not in self.cache:
+                break
+            hit = end
+        return hit
+
+    def store(self, salt: str, prompt: list[int]) -> None:
+        if self.options.prefix_caching:
+            scope = "" if self.options.leak_salt else salt
+            for end in range(self.options.block_size, len(prompt) + 1, self.options.block_size):
+                self.cache.add((scope, answer_key(prompt[:end])))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    state: StubState
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._send(200, b"")
+        elif self.path == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+        elif self.path == "/metrics":
+            text = (
+                "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.\n"
+                "# TYPE vllm:num_preemptions_total counter\n"
+                f'vllm:num_preemptions_total{{engine="0",model_name="stub"}} {self.state.preemptions}.0\n'
+            )
+            self._send(200, text.encode(), "text/plain")
+        else:
+            self._send(404, b"not found")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length))
+        if self.path != "/v1/completions":
+            self._send(404, b"not found")
+            return
+        state, o = self.state, self.state.options
+        prompt = [int(t) for t in body["prompt"]]
+        salt = str(body.get("cache_salt") or "")
+        key = answer_key(prompt)
+        max_tokens = int(body.get("max_tokens") or 16)
+        with state.lock:
+            tries_key = (salt, key, max_tokens)
+            attempt = state.attempts[tries_key] = state.attempts.get(tries_key, 0) + 1
+        if o.flaky and attempt == 1:
+            if o.flaky == "503":
+                self._send(503, b"busy")
+            else:
+                self.close_connection = True
+                self.connection.shutdown(2)
+            return
+        own = state.options.answers.get(key, FALLBACK)
+        with state.lock:
+            number = state.next_id
+            state.next_id += 1
+            state.in_flight[number] = own
+            crowd = len(state.in_flight)
+            if o.preempt_at and crowd >= o.preempt_at:
+                state.preemptions += 1
+            cached = state.cached(salt, prompt)
+        delay = o.latency_s + (o.slow_s if _hit(o.seed, "slow", key, o.slow_share) else 0.0)
+        if delay:
+            time.sleep(delay)
+        with state.lock:
+            answer = own
+            if (
+                o.fault_k
+                and max(crowd, len(state.in_flight)) >= o.fault_k
+                and _hit(o.seed, "swap", key, o.fault_share)
+            ):
+                others = [a for n, a in sorted(state.in_flight.items()) if n != number and a != own]
+                answer = others[0] if others else answer
+            del state.in_flight[number]
+            state.store(salt, prompt)
+            state.answered += 1
+            dying = o.die_after and state.answered > o.die_after
+            if dying and o.die_marker is not None:  # dies once: not again after a restart
+                dying = not o.die_marker.exists()
+                o.die_marker.touch()
+        if dying:
+            state.on_death()
+            return
+        words = answer.split()[:max_tokens]
+        tokens = word_tokens(" ".join(words))
+        choice: dict[str, Any] = {"index": 0, "text": " ".join(words), "finish_reason": "stop"}
+        if not _hit(o.seed, "malformed", key, o.malformed_share):
+            choice["token_ids"] = tokens
+        if body.get("logprobs") is not None:
+            choice["logprobs"] = {"token_logprobs": [-0.25] * len(tokens), "tokens": words}
+        usage = {
+            "prompt_tokens": len(prompt),
+            "completion_tokens": len(tokens),
+            "total_tokens": len(prompt) + len(tokens),
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        self._json(200, {"id": f"cmpl-{number}", "object": "text_completion", "model": "stub",
+                         "choices": [choice], "usage": usage})  # fmt: skip
+
+    def _json(self, status: int, payload: Any) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json")
+
+    def _send(self, status: int, data: bytes, kind: str = "text/plain") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Listener(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+
+class StubServer:
+    """A stub serving in a thread of this process: `url`, `state`, `stop()`."""
+
+    def __init__(self, options: StubOptions, port: int = 0) -> None:
+        handler = type("BoundHandler", (Handler,), {})
+        self.state = handler.state = StubState(options)
+        self.httpd = _Listener(("127.0.0.1", port), handler)
+        self.state.on_death = self._die
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def _die(self) -> None:
+        threading.Thread(target=self.stop, daemon=True).start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def launch_template(answers_file: Path, *options: str) -> str:
+    """The server command template that launches this stub with `options` (and the arm's flags)."""
+    script, extra = Path(__file__).resolve(), " ".join(options)
+    return f"{{python}} {script} --port {{port}} --answers {answers_file} {extra} {{arm_flags}}"
+
+
+def start_stub(answers: dict[str, str], **options: Any) -> StubServer:
+    return StubServer(StubOptions(answers=answers, **options))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--answers", type=Path, required=True)
+    parser.add_argument("--enable-prefix-caching", dest="prefix_caching", action="store_true")
+    parser.add_argument("--no-enable-prefix-caching", dest="prefix_caching", action="store_false")
+    parser.add_argument("--block-size", type=int, default=16)
+    for name, kind in (("latency-s", float), ("seed", int), ("fault-k", int), ("fault-share", float),
+                       ("slow-share", float), ("slow-s", float), ("malformed-share", float),
+                       ("die-after", int), ("preempt-at", int)):  # fmt: skip
+        parser.add_argument(f"--{name}", type=kind, default=kind(0))
+    parser.add_argument("--flaky", choices=("reset", "503"), default=None)
+    parser.add_argument("--leak-salt", action="store_true")
+    parser.add_argument("--die-marker", type=Path, default=None)
+    args, _ = parser.parse_known_args()  # every other vllm serve flag is ignored
+    options = StubOptions(
+        answers=json.loads(args.answers.read_text()), prefix_caching=args.prefix_caching,
+        block_size=args.block_size, latency_s=args.latency_s, seed=args.seed, fault_k=args.fault_k,
+        fault_share=args.fault_share, flaky=args.flaky, slow_share=args.slow_share, slow_s=args.slow_s,
+        malformed_share=args.malformed_share, die_after=args.die_after, die_marker=args.die_marker,
+        leak_salt=args.leak_salt,
+        preempt_at=args.preempt_at,
+    )  # fmt: skip
+    server = StubServer(options, args.port)
+    server.state.on_death = lambda: os._exit(3)  # a launched stub dies as a process does
+    server.thread.join()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Server sessions against the stub in a thread: answers land in their case's place under concurrency,
+timeouts, retried transport errors, malformed answers, a salt that leaks, a server that goes away."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("httpx")
+from stub_server import StubServer, start_stub
+
+from kvgate.engines.base import ArmSetup
+from kvgate.engines.fake import reference_answer
+from kvgate.engines.server.engine import ServerEngine, ServerSession
+from kvgate.engines.server.record import read_records
+from kvgate.errors import EngineFailure
+from kvgate.models import resolve_model
+from kvgate.runner.passes import ArmRun
+from kvgate.runner.rows import result_row
+from kvgate.treatments.spec import Full, Reuse, Treatment
+from kvgate.workload.case import Case
+from kvgate.workload.schema import read_workload
+
+
+@pytest.fixture(scope="module")
+def cases(smoke_workload: Path) -> tuple[Case, ...]:
+    return read_workload(smoke_workload).cases
+
+
+@pytest.fixture
+def served(answers: dict[str, str]) -> Iterator[Any]:
+    """A factory of stubs, all stopped after the test."""
+    started: list[StubServer] = []
+
+    def make(**options: Any) -> StubServer:
+        started.append(start_stub(answers, **options))
+        return started[-1]
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+CONTROL = Full("full")
+
+
+def open_session(
+    model: Path, url: str, treatment: Treatment = CONTROL, concurrency: int = 1, run_dir: Path | None = None,
+    **options: Any,
+) -> ServerSession:  # fmt: skip
+    engine = ServerEngine(resolve_model(str(model)), endpoints={"*": url}, backoff_s=0.01, **options)
+    setup = ArmSetup(treatment.name, 0, treatment, f"kvgate-ns:t:{treatment.name}:r0:a0",
+                     batch_size=24, concurrency=concurrency, run_dir=run_dir)  # fmt: skip
+    return engine.open(setup)
+
+
+def test_answers_land_in_their_cases_place_whatever_order_they_complete_in(
+    served: Any, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    stub = served(latency_s=0.001, slow_share=0.5, slow_s=0.05, seed=3)  # half the cases finish late
+    session = open_session(stub_model, stub.url, concurrency=8, run_dir=tmp_path)
+    generations = session.generate(cases)
+    session.close()
+    assert [g.output_text for g in generations] == [reference_answer(c) for c in cases]
+    assert all(
+        g.n_prompt_tokens == len(c.prompt_token_ids or ()) for g, c in zip(generations, cases, strict=True)
+    )
+    (record,) = read_records(tmp_path)
+    assert record["requests"] == len(cases) and record["concurrency"] == 8 and record["form"] == "endpoint"
+
+
+def test_a_case_past_the_time_limit_is_a_timeout_of_that_case(
+    served: Any, stub_model: Path, cases: tuple[Case, ...]
+) -> None:
+    stub = served(slow_share=0.3, slow_s=2.0, seed=1)
+    session = open_session(stub_model, stub.url, concurrency=8, timeout_s=0.5)
+    generations = session.generate(cases[:8])
+    session.close()
+    timed_out = [g for g in generations if g.timed_out]
+    assert 0 < len(timed_out) < 8 and all(g.latency_s < 1.5 for g in timed_out)
+    arm_run = ArmRun(Full("full"), 0, 0, cases[:8])
+    kinds = {
+        result_row(c, g, arm_run, None)["fail_kind"] for c, g in zip(cases[:8], generations, strict=True)
+    }
+    assert "timeout" in kinds and "engine_error" not in kinds
+
+
+@pytest.mark.parametrize("flaky", ["503", "reset"])
+def test_transient_errors_are_retried_and_the_attempts_recorded(
+    flaky: str, served: Any, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    stub = served(flaky=flaky)
+    session = open_session(stub_model, stub.url, concurrency=4, run_dir=tmp_path)
+    generations = session.generate(cases[:6])
+    session.close()
+    assert [g.output_text for g in generations] == [reference_answer(c) for c in cases[:6]]
+    (record,) = read_records(tmp_path)
+    assert record["retried"] == {c.case_id: 2 for c in cases[:6]}
+
+
+def test_retries_run_out_on_a_server_that_went_away(
+    served: Any, stub_model: Path, cases: tuple[Case, ...]
+) -> None:
+    stub = served()
+    session = open_session(stub_model, stub.url, retries=2)
+    stub.stop()
+    with pytest.raises(EngineFailure, match=f"case {cases[0].case_id}: .* failed 3 attempts"):
+        session.generate(cases[:1])
+    session.close()
+
+
+def test_a_malformed_answer_is_an_engine_error_naming_the_case(
+    served: Any, stub_model: Path, cases: tuple[Case, ...]
+) -> None:
+    stub = served(malformed_share=1.0)
+    session = open_session(stub_model, stub.url)
+    (generation,) = session.generate(cases[:1])
+    session.close()
+    assert generation.error is not None and not generation.timed_out
+    assert (
+        f"malformed response for case {cases[0].case_id}: choices[0].token_ids is missing" in generation.error
+    )
+
+
+def test_reuse_reads_its_own_cache_and_a_leaking_salt_is_caught(
+    served: Any, stub_model: Path, cases: tuple[Case, ...]
+) -> None:
+    session = open_session(stub_model, served(prefix_caching=True).url, Reuse("prefix-reuse"), block_size=16)
+    generations = session.generate(cases[:4])
+    session.close()
+    assert all(g.n_cached_tokens > 0 for g in generations)  # the warm-up filled the arm's own cache
+    leaky = open_session(stub_model, served(prefix_caching=True, leak_salt=True).url, Reuse("prefix-reuse"))
+    with pytest.raises(EngineFailure, match="cache_salt does not isolate namespaces"):
+        leaky.generate(cases[:4])
+    leaky.close()
+    control = open_session(stub_model, served(prefix_caching=True).url)
+    with pytest.raises(EngineFailure, match="may not reuse KV"):
+        control.generate(cases[:4])  # the smoke prompts share a prefix: a control that caches hits it
+    control.close()
+
+
+def planted_divergences(
+    served: Any, stub_model: Path, cases: tuple[Case, ...], seed: int, concurrency: int
+) -> int:
+    stub = served(latency_s=0.002, fault_k=2, fault_share=0.4, seed=seed)
+    session = open_session(stub_model, stub.url, concurrency=concurrency)
+    generations = session.generate(cases[:12])
+    session.close()
+    stub.stop()
+    return sum(g.output_text != reference_answer(c) for g, c in zip(generations, cases[:12], strict=True))
+
+
+def test_the_planted_race_shows_at_concurrency_k_or_more_and_never_at_1(
+    served: Any, stub_model: Path, cases: tuple[Case, ...]
+) -> None:
+    seeds = range(20)
+    caught = [planted_divergences(served, stub_model, cases, seed, concurrency=4) > 0 for seed in seeds]
+    assert sum(caught) >= 19  # ≥ 95% of seeded runs
+    assert all(planted_divergences(served, stub_model, cases, seed, concurrency=1) == 0 for seed in seeds[:3])
