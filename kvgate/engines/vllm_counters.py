@@ -1,4 +1,4 @@
-"""vLLM's cache counters checked against what the arm is (DESIGN.md, "Engines": verified, not assumed).
+"""vLLM's cache counters checked against what the arm is (docs/reference.md, "Isolation").
 
 `RequestOutput.num_cached_tokens` counts the prompt tokens a request read from the prefix cache (local
 blocks and, with a KV connector, blocks loaded from the offload tier). vLLM caches whole blocks and always

@@ -1,4 +1,4 @@
-"""Attribution of a composite arm's cache-induced failures to its parts (DESIGN.md, "The ablation matrix").
+"""Attribution of a composite arm's cache-induced failures to its parts (docs/gate.md, "In the report").
 
 For D = B + C run beside B and C alone: each case the control passes and D fails is classed by which
 parts fail it on their own: one part (that part's kind, e.g. "eviction" or "quantize"), more than one

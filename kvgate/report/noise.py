@@ -1,5 +1,5 @@
 """The A/A noise floor and the isolation checks: what identical settings flip, and whether each arm's
-cache counters agree with what the arm may do (DESIGN.md, "Engines")."""
+cache counters agree with what the arm may do (docs/reference.md, "Isolation")."""
 
 from __future__ import annotations
 

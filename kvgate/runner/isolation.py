@@ -1,4 +1,4 @@
-"""Isolation, verified from the stored cache counters rather than assumed (DESIGN.md, "Engines").
+"""Isolation, verified from the stored cache counters rather than assumed (docs/reference.md, "Isolation").
 
 Every namespace starts empty, and only reuse arms may serve a request from cached KV: any cache hit in
 another arm (the control, its A/A replicate, eviction, quantisation, offload) means namespaces leak, and

@@ -1,4 +1,5 @@
-"""Result rows (DESIGN.md, "Result row"): one validated generation, compared with the control's tokens."""
+"""Result rows (docs/reference.md, "Result parts"): one validated generation, compared with the control's
+tokens."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Treatment specs: one small frozen dataclass per kind (DESIGN.md, "Treatment spec").
+"""Treatment specs: one small frozen dataclass per kind (docs/reference.md, "Matrix and treatment TOML").
 
 A treatment says what an arm does to the KV cache; engines decide whether they can apply it and refuse
 before generating when they cannot. `fingerprint` identifies the resolved spec in the run manifest.

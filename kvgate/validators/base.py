@@ -10,7 +10,8 @@ FailKind = Literal["mismatch", "invalid", "engine_error", "timeout"]
 
 @dataclass(frozen=True)
 class Verdict:
-    """`passed`; when not, `fail_kind` says why (DESIGN.md result row) and `detail` in a few words."""
+    """`passed`; when not, `fail_kind` says why (docs/reference.md, "Result parts") and `detail` in a few
+    words."""
 
     passed: bool
     fail_kind: FailKind | None = None

@@ -35,7 +35,7 @@ class CaseDraft:
 
 @dataclass(frozen=True)
 class Case:
-    """A frozen workload row (DESIGN.md, "Workload Parquet")."""
+    """A frozen workload row (docs/reference.md, "Workload Parquet")."""
 
     case_id: str
     suite: str

@@ -1,4 +1,4 @@
-"""Result rows as DESIGN.md defines them, engine errors kept apart from cache-induced failures, and
+"""Result rows as docs/reference.md lists them, engine errors kept apart from cache-induced failures, and
 isolation checked on every run from the rows' cache counters."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from runner_support import Invoke, only_run, stored_rows, write_matrix
 
-DESIGN_COLUMNS = {
+RESULT_COLUMNS = {
     "case_id", "arm", "replicate", "attempt", "output_text", "output_token_ids", "passed", "fail_kind",
     "n_prompt_tokens", "n_cached_tokens", "n_kv_entries_kept", "ttft_s", "latency_s", "mean_logprob",
     "min_logprob", "first_divergence",
@@ -22,14 +22,14 @@ def _run(kvgate: Invoke, workload: Path, tmp_path: Path, body: str, *extra: obje
     return result.exit_code, result.stderr, only_run(tmp_path / "runs")
 
 
-def test_rows_carry_the_design_columns_and_first_divergence(
+def test_rows_carry_the_result_columns_and_first_divergence(
     kvgate: Invoke, smoke_workload: Path, tmp_path: Path
 ) -> None:
     body = TWO_CANDIDATES + "[faults.fp8-e4m3]\nwrong_answer_rate = 0.3\n"
     _, _, run_dir = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
     rows = stored_rows(run_dir)
     assert len(rows) == 4 * 24
-    assert set(rows[0]) | {"ttft_s", "latency_s"} >= DESIGN_COLUMNS
+    assert set(rows[0]) | {"ttft_s", "latency_s"} >= RESULT_COLUMNS
     by_arm = {arm: [r for r in rows if r["arm"] == arm] for arm in ("full", "streaming-50", "fp8-e4m3")}
     assert all(r["first_divergence"] is None for r in rows if r["arm"] != "fp8-e4m3")
     wrong = [r for r in by_arm["fp8-e4m3"] if not r["passed"]]
