@@ -112,6 +112,7 @@ class LineProgress:
         self._label = ""
 
 
-def progress_for_stderr() -> RichProgress | LineProgress:
+def progress_for_stderr(out: TextIO | None = None) -> RichProgress | LineProgress:
     """A bar on a terminal, lines otherwise."""
-    return RichProgress() if sys.stderr.isatty() else LineProgress()
+    out = out or sys.stderr
+    return RichProgress(Console(file=out)) if out.isatty() else LineProgress(out)

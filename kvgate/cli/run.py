@@ -10,6 +10,7 @@ failed engine or a full disk exits 4 with the rows stored so far intact, to be c
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -22,6 +23,7 @@ import click
 from kvgate.cli.options import parse_engine_options
 
 if TYPE_CHECKING:
+    from kvgate.cli.engine_log import EngineLog
     from kvgate.runner.job import RunOptions
 
 
@@ -87,6 +89,10 @@ def stdout_to_stderr() -> Iterator[None]:
 @click.option(
     "--ray-workers", type=int, default=None, help="Engines at once on Ray (default: as the cluster holds)."
 )
+@click.option(
+    "--verbose", is_flag=True,
+    help="Show the engine's output (library warnings, load bars) instead of keeping it in <run>/engine.log.",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print only the report JSON on stdout.")
 @click.option(
     "--quiet", is_flag=True, help="No progress and no table; only the exit code (and errors) speak."
@@ -109,6 +115,7 @@ def run(
     executor: str,
     ray_address: str | None,
     ray_workers: int | None,
+    verbose: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -137,7 +144,7 @@ def run(
             ray_address=ray_address,
             ray_workers=ray_workers,
         )
-        _run(ctx, opts, as_json, quiet)
+        _run(ctx, opts, as_json, quiet, verbose)
 
 
 def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Path) -> str:
@@ -153,26 +160,34 @@ def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Pat
     return subset_matrix(matrix or DEFAULT_MATRIX, parse_arms(arms), folder)
 
 
-def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool) -> None:
-    """Generate (look by look when the policy is sequential), then report and exit with the gate's code."""
+def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool, verbose: bool) -> None:
+    """Generate (look by look when the policy is sequential), engine output kept in the run's
+    `engine.log` unless `verbose`; then report and exit with the gate's code."""
+    from kvgate.cli.engine_log import engine_output_to_log
     from kvgate.runner.job import run_job
     from kvgate.sequential_run import execute_sequential
 
-    announce = None if quiet or as_json else _announce
-    if quiet or as_json:
-        with stdout_to_stderr():
-            run_dir = run_job(opts, sequential=execute_sequential, announce=announce)
-    else:
-        from kvgate.cli.progress import progress_for_stderr
+    with engine_output_to_log(verbose) as log:
+        announce = functools.partial(_announce, log, quiet or as_json or opts.resume is not None)
+        if quiet or as_json:
+            with stdout_to_stderr():
+                run_dir = run_job(opts, sequential=execute_sequential, announce=announce)
+        else:
+            from kvgate.cli.progress import progress_for_stderr
 
-        with progress_for_stderr() as progress:
-            run_dir = run_job(opts, progress, sequential=execute_sequential, announce=announce)
+            with progress_for_stderr(log.terminal) as progress:
+                run_dir = run_job(opts, progress, sequential=execute_sequential, announce=announce)
     ctx.exit(_report(run_dir, as_json, quiet))
 
 
-def _announce(run_dir: Path) -> None:
-    """Name a new run's directory before anything is generated (what to --resume after a crash)."""
-    click.echo(f"kvgate: run {run_dir} (after an interruption: kvgate run --resume {run_dir})", err=True)
+def _announce(log: EngineLog, silent: bool, run_dir: Path) -> None:
+    """Engine output into the run directory; a new run's directory named before any generation (what
+    to --resume after a crash) unless `silent`."""
+    log.attach(run_dir)
+    if not silent:
+        print(
+            f"kvgate: run {run_dir} (after an interruption: kvgate run --resume {run_dir})", file=log.terminal
+        )
 
 
 def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:

@@ -182,7 +182,7 @@ def run_job(
 ) -> Path:
     """Run (or resume) the matrix; returns the run directory. `sequential`: how a policy with
     `sequential = true` generates (look by look; the caller supplies it, since it reads reports).
-    `announce(run_dir)` is called once a new run's directory is open, before any generation."""
+    `announce(run_dir)` is called once the run directory is open, before any generation."""
     if opts.run_dir is not None and opts.resume is not None:
         raise BadInput("--run-dir names a new run; --resume continues one: give one of them")
     for option, value in (("--engine", opts.engine), ("--model", opts.model), ("--matrix", opts.matrix)):
@@ -245,7 +245,7 @@ def run_job(
             with run_lock(run_dir):
                 remove_temp_files(run_dir)
                 manifest = open_run(run_dir, manifest)
-                if announce is not None and opts.resume is None:
+                if announce is not None:
                     announce(run_dir)
                 reconcile(run_dir, manifest["run_id"])
                 remove_superseded_parts(run_dir)
