@@ -56,7 +56,7 @@ def stdout_to_stderr() -> Iterator[None]:
 @click.option(
     "--arms", default=None, help="Run and gate only these candidates of the matrix (comma-separated)."
 )
-@click.option("--engine", default=None, help="hf | vllm | fake  [default: hf]")
+@click.option("--engine", default=None, help="hf | vllm | server | fake  [default: hf]")
 @click.option("--model", default=None, help="Model name or local folder.  [default: smollm2-135m]")
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML.")
 @click.option(
@@ -79,6 +79,10 @@ def stdout_to_stderr() -> Iterator[None]:
 )
 @click.option("--limit", type=int, default=None, help="Run this many cases, spread over the workload.")
 @click.option("-E", "engine_options", multiple=True, help="Engine option key=value (repeatable).")
+@click.option(
+    "--endpoint", "endpoints", multiple=True,
+    help="ARM=URL of a deployed OpenAI-compatible server (repeatable, *=URL for all); means --engine server.",
+)  # fmt: skip
 @click.option(
     "--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
     help="Where rows are generated: this process, or the workers of a Ray cluster (docs/ray.md).",
@@ -112,6 +116,7 @@ def run(
     resume: Path | None,
     limit: int | None,
     engine_options: tuple[str, ...],
+    endpoints: tuple[str, ...],
     executor: str,
     ray_address: str | None,
     ray_workers: int | None,
@@ -123,8 +128,12 @@ def run(
 
     Every run is new: its directory is printed when it starts. `--resume DIR` continues one.
     """
+    from kvgate.engines.server.endpoints import with_endpoints
     from kvgate.runner.job import RunOptions
 
+    engine, options = with_endpoints(
+        engine, parse_engine_options(engine_options) if engine_options else None, endpoints
+    )
     with tempfile.TemporaryDirectory(prefix="kvgate-arms-") as folder:
         if arms is not None:
             matrix = _arms_matrix(matrix, arms, resume, Path(folder))
@@ -139,7 +148,7 @@ def run(
             run_dir=run_dir,
             resume=resume,
             limit=limit,
-            engine_options=parse_engine_options(engine_options) if engine_options else None,
+            engine_options=options,
             executor=executor,
             ray_address=ray_address,
             ray_workers=ray_workers,
@@ -205,4 +214,20 @@ def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:
     violations = isolation_violations(run_dir)
     for violation in violations:
         click.echo(f"kvgate: error: isolation: {violation}", err=True)
-    return EXIT_ENGINE_ERROR if violations else int(report["exit_code"])
+    code = EXIT_ENGINE_ERROR if violations else int(report["exit_code"])
+    return _load_findings(run_dir, quiet, code)
+
+
+def _load_findings(run_dir: Path, quiet: bool, code: int) -> int:
+    """A served run's server counters, and any lossless arm that diverged under load (a defect: the
+    gate fails unless the run already failed harder)."""
+    from kvgate.errors import EXIT_GATE_FAILED, EXIT_INCONCLUSIVE, EXIT_PASS
+    from kvgate.runner.lossless import lossless_defects, server_summary
+
+    if not quiet:
+        for line in server_summary(run_dir):
+            click.echo(f"kvgate: server: {line}", err=True)
+    defects = lossless_defects(run_dir)
+    for defect in defects:
+        click.echo(f"kvgate: defect: {defect}", err=True)
+    return EXIT_GATE_FAILED if defects and code in (EXIT_PASS, EXIT_INCONCLUSIVE) else code

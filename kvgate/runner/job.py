@@ -232,6 +232,12 @@ def run_job(
         refuse_if_changed(opts.resume, stored, manifest_for({**stored["engine"], "engine": inputs.engine}))
     if inputs.engine != "fake" and any(inputs.matrix.faults.values()):
         raise BadInput(f"matrix {inputs.matrix.name!r} plants [faults]; only --engine fake honours them")
+    if not engine_info(inputs.engine).kv_pool and any(
+        inputs.matrix.kv_blocks_for(t.name) for t in inputs.matrix.arms()
+    ):
+        raise BadInput(
+            f"matrix {inputs.matrix.name!r} sets kv_blocks; engine {inputs.engine!r} cannot size its KV pool"
+        )
     engine = executor.create_engine(inputs.engine, inputs.model, inputs.engine_options)
     try:
         check_applicable(engine, inputs.matrix)

