@@ -1,0 +1,150 @@
+"""The executors' parts without a cluster: work units, engine resources, the hardware record and the
+pairing rule, and what `kvgate run` refuses before anything starts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from ray_support import only_run, write_matrix
+
+from kvgate.cli import cli
+from kvgate.engines.resources import Resources, engine_resources
+from kvgate.errors import BadInput
+from kvgate.executors.ray_cluster import import_ray
+from kvgate.executors.units import WorkUnit, plan_units
+from kvgate.runner.hardware import check_pairing, record_unit
+from kvgate.runner.passes import ArmRun
+from kvgate.treatments.matrix import resolve_matrix
+from kvgate.workload.schema import read_workload
+
+
+def kvgate(*args: object) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def _cases(workload: Path, n: int) -> tuple:
+    return read_workload(workload).cases[:n]
+
+
+def test_units_cover_each_missing_case_once_in_whole_batches(smoke_workload: Path) -> None:
+    cases = _cases(smoke_workload, 20)
+    matrix = resolve_matrix("default")
+    run = ArmRun(matrix.candidates[0], 0, 0, cases)
+    done = {(run.arm, 0, c.case_id, 0) for c in cases[:3]}
+    units = plan_units(run, done, batch_size=2, workers=2)
+    ids = [c.case_id for u in units for b in u.batches for c in b]
+    assert sorted(ids) == sorted(c.case_id for c in cases[3:])  # the missing ones, each once
+    # about four units per worker: 17 cases / 8 → 3, rounded up to whole batches of 2; the first batch
+    # is the one case left of [2, 3]
+    assert [sum(map(len, u.batches)) for u in units] == [5, 4, 4, 4]
+    assert all(len(b) <= 2 for u in units for b in u.batches)
+    lost = units[0]
+    after = lost.again({*done, lost.key(lost.batches[0][0].case_id)}, 2)
+    assert after is not None and after.tries == 1 and len(after.missing) == len(lost.missing) - 1
+    assert lost.again({lost.key(c) for c in lost.missing}, 2) is None
+
+
+def test_a_reuse_pass_is_one_unit_that_replays_its_history(smoke_workload: Path) -> None:
+    cases = _cases(smoke_workload, 12)
+    reuse = resolve_matrix("reuse").candidates[0]
+    run = ArmRun(reuse, 0, 0, cases)
+    done = {(run.arm, 0, c.case_id, 0) for c in cases[:6]}
+    (unit,) = plan_units(run, done, batch_size=4, workers=4)
+    assert [c.case_id for b in unit.batches for c in b] == [c.case_id for c in cases]  # replayed
+    assert unit.missing == {c.case_id for c in cases[6:]}
+    assert isinstance(unit, WorkUnit)
+
+
+def test_engine_resources() -> None:
+    assert engine_resources("fake", {}) == Resources(1.0, 0.0)
+    assert engine_resources("hf", {"threads": 4}) == Resources(4.0, 0.0)
+    assert engine_resources("hf", {"device": "cuda:0"}) == Resources(1.0, 1.0)
+    assert engine_resources("vllm", {"tensor_parallel_size": 2}) == Resources(1.0, 2.0)
+    assert engine_resources("vllm", {"distributed_executor_backend": "ray"}) == Resources(1.0, 0.0)
+    assert engine_resources("vllm", {"threads": 2}, gpus_available=False) == Resources(2.0, 0.0)
+
+
+def test_arms_on_different_hardware_are_not_paired() -> None:
+    manifest: dict = {"matrix": {"control": "full"}}
+    a100 = {"accelerator": "NVIDIA A100", "engine_build": "0" * 16, "node": "n1"}
+    h100 = {"accelerator": "NVIDIA H100", "engine_build": "0" * 16, "node": "n2"}
+    assert record_unit(manifest, "full", a100) and not record_unit(manifest, "full", a100)
+    assert record_unit(manifest, "fp8", a100)
+    check_pairing(manifest, "m")
+    assert manifest["hardware"]["full"][0]["units"] == 2
+    record_unit(manifest, "fp8", h100)
+    with pytest.raises(BadInput, match=r"arm 'fp8' ran on NVIDIA A100 .* \+ NVIDIA H100 .*not paired"):
+        check_pairing(manifest, "m")
+
+
+def test_report_and_resume_refuse_a_run_whose_arms_ran_on_different_hardware(
+    smoke_workload: Path, tmp_path: Path
+) -> None:
+    matrix = write_matrix(tmp_path / "m.toml")
+    runs = tmp_path / "runs"
+    assert (
+        kvgate("run", "--engine", "fake", "-w", smoke_workload, "-m", matrix, "-o", runs, "--quiet").exit_code
+        == 1
+    )
+    run_dir = only_run(runs)
+    path = run_dir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    assert manifest["executor"] == {"kind": "local"}
+    assert manifest["hardware"]["full"][0]["units"] == 0  # a local pass is not split into units
+    manifest["hardware"]["fp8-e4m3"][0]["accelerator"] = "NVIDIA H100 80GB HBM3"
+    path.write_text(json.dumps(manifest))
+    for result in (kvgate("report", run_dir), kvgate("run", "--resume", run_dir)):
+        assert result.exit_code == 2
+        assert "arm 'fp8-e4m3' ran on NVIDIA H100 80GB HBM3" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_run_refuses_ray_options_it_cannot_honour(smoke_workload: Path, tmp_path: Path) -> None:
+    policy = tmp_path / "p.toml"
+    policy.write_text("sequential = true\nlook_every = 8\n")
+    common = ["run", "--engine", "fake", "-w", smoke_workload, "-o", tmp_path / "runs"]
+    sequential = kvgate(*common, "--policy", policy, "--executor", "ray", "--policy-unsafe-reason", "test")
+    assert sequential.exit_code == 2
+    assert "sequential policy" in sequential.stderr and "--executor local" in sequential.stderr
+    address = kvgate(*common, "--ray-address", "127.0.0.1:6379")
+    assert address.exit_code == 2 and "need --executor ray" in address.stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+def test_without_ray_installed_the_ray_executor_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(BadInput, match=r"pip install 'kvgate\[ray\]'"):
+        import_ray()
+
+
+def test_the_local_executor_imports_nothing_of_ray(smoke_workload: Path, tmp_path: Path) -> None:
+    code = (
+        "import sys; from kvgate.cli import main; sys.argv = ['kvgate', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert not [m for m in sys.modules if m == 'ray' or m.startswith('ray.')], 'ray imported'\n"
+    )
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "run",
+            "--engine",
+            "fake",
+            "-w",
+            str(smoke_workload),
+            "-o",
+            str(tmp_path),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
