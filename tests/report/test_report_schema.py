@@ -14,7 +14,7 @@ from report_schema import assert_fits_schema, report_json
 
 from kvgate.cli import cli
 from kvgate.report import model
-from kvgate.report.schema import ReportShapeError, check_report, report_errors, report_schema
+from kvgate.report.schema import CHECK_ENV, ReportShapeError, check_report, report_errors, report_schema
 
 SUITE = """name = "gate320"
 [[generate]]
@@ -185,6 +185,7 @@ def test_a_report_that_breaks_the_schema_is_an_internal_error(
     with pytest.raises(ReportShapeError, match=r"does not fit its schema: .*exit_code: 7 is not one of"):
         check_report(_broken(reports["pass"], ("exit_code",), 7))
     run_dir = run(tmp_path / "runs", smoke_workload)
+    monkeypatch.setenv(CHECK_ENV, "1")
     monkeypatch.setattr(model, "__version__", "")  # kvgate_version must be a non-empty string
     result = invoke("report", run_dir, "--format", "md")
     assert result.exit_code == 70, result.output
