@@ -102,3 +102,13 @@ def test_a_server_that_dies_mid_pass_exits_4_keeps_its_rows_and_restarts_on_resu
     assert all(r["form"] == "launched" and (run_dir / r["log"]).exists() for r in records)
     assert records[-1]["concurrency"] == 4 and records[-1]["preemptions"] > 0
     assert "preemptions" in resumed.output
+
+
+def test_a_leaking_salt_on_a_given_endpoint_exits_4(
+    stubs: Any, smoke_workload: Path, stub_model: Path, tmp_path: Path
+) -> None:
+    leaky = stubs(prefix_caching=True, leak_salt=True)
+    endpoints = ["--endpoint", f"full={stubs().url}", "--endpoint", f"prefix-reuse={leaky.url}"]
+    result = run(tmp_path, smoke_workload, stub_model, 1, *endpoints)
+    assert result.exit_code == 4
+    assert "arm 'prefix-reuse'" in result.output and "cache_salt does not isolate namespaces" in result.output
