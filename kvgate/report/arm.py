@@ -1,5 +1,6 @@
 """One candidate arm's report: its slices, decision, re-run confirmation, confidence signal, where its
-outputs diverge, CFR against context length and, for composites, attribution to the parts."""
+outputs diverge, CFR against context length, for composites attribution to the parts and, for arms
+with an attention-error certificate, how well it tells cache-induced failures from the model's own."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kvgate.gate.decision import EXIT_CODES
 from kvgate.gate.policy import Policy
 from kvgate.gate.procedure import arm_codes
 from kvgate.report.attribution import attribution
+from kvgate.report.certificate_attribution import certificate_attribution
 from kvgate.report.context import by_context
 from kvgate.report.divergence import divergence_summary
 from kvgate.report.evidence import Evidence, gains, kv_bytes
@@ -161,6 +163,7 @@ def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
             "failures": int(np.count_nonzero(scored & failed)),
             "passes": int(np.count_nonzero(scored & ~failed)),
         },
+        "certificate_attribution": certificate_attribution(cand, control, usable, ctx.policy.confidence),
         "divergence": divergence_summary(cand.first_divergence[usable], failed[usable]),
         "by_context": by_context(ctx.context, ctx.prompt_tokens, outcomes, ctx.policy.confidence),
         "attribution": attribution(

@@ -30,8 +30,9 @@ from kvgate.report.sequential import schedule, sequential_arm_report
 from kvgate.report.slices import cluster_ids, slice_groups
 from kvgate.runner.manifest import read_manifest
 
-SCHEMA = 2
-"""Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals)."""
+SCHEMA = 3
+"""Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
+3: each arm's certificate attribution)."""
 PROVENANCE = (
     "run_id", "created_at", "workload_sha256", "tokenizer", "model", "engine", "engine_options",
     "matrix_name", "n_cases", "limit", "policy_sha256", "git_commit",

@@ -29,9 +29,10 @@ from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 RESULT_COLUMNS = [
     "case_id", "arm", "replicate", "attempt", "passed", "fail_kind", "n_cached_tokens",
     "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
+    "certificate_bound_max", "certificate_bound_mean",
 ]  # fmt: skip
 """What the report reads of each result part in one pass; texts are read only for failing examples
-(report.evidence) and token ids never."""
+(report.evidence) and token ids never. Parts stored before the certificate columns read them as null."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class ArmRows:
     first_divergence: np.ndarray
     """int64, −1 where the output equals the control's or is unknown."""
     n_prompt_tokens: np.ndarray
+    certificate_bound_max: np.ndarray
+    """float64, NaN where the arm has no certificate (engines/hf/certificate); likewise the mean bound."""
+    certificate_bound_mean: np.ndarray
 
     @property
     def usable(self) -> np.ndarray:
@@ -214,6 +218,8 @@ NUMERIC = {  # column → (fill for null, dtype)
     "n_kv_entries_kept": (-1, np.int64),
     "ttft_s": (np.nan, np.float64),
     "latency_s": (np.nan, np.float64),
+    "certificate_bound_max": (np.nan, np.float64),
+    "certificate_bound_mean": (np.nan, np.float64),
 }
 DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
@@ -224,7 +230,7 @@ _EXPECTED = pa.schema(
     ]
 )
 _EXPECTED_V1 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_COLUMNS])
-"""Parts stored before the certificate columns: the report reads none of those."""
+"""Parts stored before the certificate columns: read with those columns null."""
 
 
 def read_part(path: Path) -> pa.Table:
@@ -237,7 +243,12 @@ def read_part(path: Path) -> pa.Table:
             schema = part.schema_arrow
             if not any(schema.equals(e, check_metadata=False) for e in (_EXPECTED, _EXPECTED_V1)):
                 raise BadInput(f"result part {path} does not have the result schema")
-            return part.read(columns=RESULT_COLUMNS, use_threads=False)
+            have = set(schema.names)
+            table = part.read(columns=[c for c in RESULT_COLUMNS if c in have], use_threads=False)
+            for name in CERTIFICATE_COLUMNS:
+                if name in RESULT_COLUMNS and name not in have:
+                    table = table.append_column(_EXPECTED.field(name), pa.nulls(table.num_rows, pa.float64()))
+            return table
     except (OSError, pa.ArrowException) as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]
         raise BadInput(
@@ -337,6 +348,7 @@ class RunRows:
         self.cached, self.mean_logprob = cols["n_cached_tokens"], cols["mean_logprob"]
         self.first_divergence, self.n_prompt_tokens = cols["first_divergence"], cols["n_prompt_tokens"]
         self.kv_kept, self.ttft, self.latency = cols["n_kv_entries_kept"], cols["ttft_s"], cols["latency_s"]
+        self.bound_max, self.bound_mean = cols["certificate_bound_max"], cols["certificate_bound_mean"]
 
     def first_attempts(self, arm: str, replicate: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(row indices, their case positions) of `arm`'s first attempts of `replicate`."""
@@ -367,6 +379,8 @@ class RunRows:
             mean_logprob=dense(self.mean_logprob, np.nan),
             first_divergence=dense(self.first_divergence, -1),
             n_prompt_tokens=dense(self.n_prompt_tokens, -1),
+            certificate_bound_max=dense(self.bound_max, np.nan),
+            certificate_bound_mean=dense(self.bound_mean, np.nan),
         )
 
     def has_replicate(self, arm: str, replicate: int) -> bool:

@@ -184,6 +184,9 @@ def arm_details(arm: dict[str, Any]) -> list[str]:
         f"confidence AUC {auc} (mean token logprob predicting the candidate's {n['failures']} failures "
         f"among {n['failures'] + n['passes']})"
     )
+    certificate = certificate_line(arm)
+    if certificate:
+        lines.append(certificate)
     d = arm["divergence"]
     median = "" if d["median"] is None else f", median first divergent token {d['median']:g}"
     lines.append(
@@ -194,6 +197,34 @@ def arm_details(arm: dict[str, Any]) -> list[str]:
     if attribution:
         lines.append(attribution)
     return lines
+
+
+def auc_text(block: dict[str, Any] | None) -> str:
+    """`0.78 (0.70–0.86)`, or — when there is no AUC."""
+    if block is None or block["auc"] is None:
+        return "—"
+    return f"{block['auc']:.2f} ({block['lower']:.2f}–{block['upper']:.2f})"
+
+
+def certificate_line(arm: dict[str, Any]) -> str | None:
+    """How well the certificate tells the arm's cache-induced failures from the model's own."""
+    c = arm.get("certificate_attribution")
+    if c is None:
+        return None
+    kinds = f"{c['cache_induced']} cache-induced, {c['own']} own"
+    if c["unscored"]:
+        kinds += f", {c['unscored']} unscored"
+    if c["certificate"] is None:
+        return (
+            f"certificate attribution: too few failures to tell apart ({kinds}; "
+            f"at least {c['min_per_kind']} of each needed)"
+        )
+    return (
+        f"certificate attribution among the candidate's failures ({kinds}): AUC of the bound's max "
+        f"{auc_text(c['certificate'])}, of its mean {auc_text(c['certificate_mean'])}, of output "
+        f"confidence (−mean logprob) {auc_text(c['output_confidence'])}; {c['method']} "
+        f"{100 * c['confidence']:g}% intervals, 0.5 is chance"
+    )
 
 
 def attribution_line(arm: dict[str, Any]) -> str | None:

@@ -17,6 +17,8 @@ def rows(failing: set[int], errors: frozenset[int] = frozenset(), n: int = 8) ->
         mean_logprob=np.zeros(n),
         first_divergence=np.full(n, -1),
         n_prompt_tokens=np.full(n, 100),
+        certificate_bound_max=np.full(n, np.nan),
+        certificate_bound_mean=np.full(n, np.nan),
     )
 
 
