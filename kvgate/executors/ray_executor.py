@@ -90,12 +90,13 @@ class RayExecutor:
         self.last: Dispatcher | None = None
 
     def create_engine(self, name: str, model: ModelSpec, options: dict[str, Any]) -> RayEngine:
-        """Connect, start the first worker (the engine loads there) and return the driver's proxy."""
+        """Connect, start the workers and return the driver's proxy once the first one has loaded its
+        engine (the others go on loading meanwhile)."""
         cluster = Cluster(self.address)
         try:
             resources = engine_resources(name, options, cluster.total().get("GPU", 0) > 0)
             pool = WorkerPool(cluster.ray, name, model, options, resources)
-            pool.spawn()
+            pool.grow(self.target_workers(pool, cluster.total()))  # engines load side by side
             while not pool.usable():
                 pool.check_alive()
                 starts = pool.starting()
