@@ -22,6 +22,7 @@ SCRIPTS = (
     ("growth.py",),
     ("freeze_4k.py",),
     ("gate_operating.py",),
+    ("ray_scaling.py",),
     ("harness_overhead.py", "--engine", "hf"),
     ("harness_overhead.py", "--engine", "vllm"),
 )
