@@ -103,6 +103,10 @@ class ServerEngine:
             raise BadInput(f"server engine: retries must be an integer in [0, 10], got {retries!r}")
         self.timeout_s, self.retries, self.backoff_s = float(timeout_s), retries, float(backoff_s)
         self.ready_s, self.stop_s = float(ready_s), float(stop_s)
+        if endpoints is not None and not (
+            isinstance(endpoints, dict) and all(isinstance(v, str) for v in endpoints.values())
+        ):
+            raise BadInput("server engine: give endpoints with --endpoint ARM=URL (repeatable)")
         self.endpoints = dict(endpoints or {})
         if self.endpoints and command is not None:
             raise BadInput("server engine: give --endpoint or a command template, not both")

@@ -113,3 +113,13 @@ def test_the_option_list_matches_the_engines_signature() -> None:
     assert OWN_OPTIONS["server"] == tuple(
         p.name for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD
     )
+
+
+def test_endpoints_come_from_the_endpoint_option(stub_model: object) -> None:
+    from kvgate.engines.server.engine import ServerEngine
+    from kvgate.models import resolve_model
+
+    with pytest.raises(BadInput, match="--endpoint ARM=URL"):
+        ServerEngine(resolve_model(str(stub_model)), endpoints="http://x")  # type: ignore[arg-type]
+    with pytest.raises(BadInput, match="not both"):
+        ServerEngine(resolve_model(str(stub_model)), endpoints={"*": "http://x"}, command="x --port {port}")
