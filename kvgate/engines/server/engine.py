@@ -6,9 +6,10 @@ engine arguments as the in-process `vllm` engine, and `--num-gpu-blocks-override
 at close. On CPU the defaults are the in-process engine's (float32, eager, block size 128, 1 GiB KV).
 
 Every session, as the in-process engine does: warms a reuse arm's prompts up under its salt before the
-measured requests; checks each batch's cached-token counters against the arm (`vllm_counters.py`), and
-once per reuse session probes a fresh salt, which must read 0 cached tokens. Time to first token is not
-measured (the requests are not streamed): `ttft_s` is the request's latency.
+measured requests (an arm that also offloads then has a launched server's device prefix cache reset, so
+its hits come from the offload tier); checks each batch's cached-token counters against the arm
+(`vllm_counters.py`), and once per reuse session probes a fresh salt, which must read 0 cached tokens.
+Time to first token is not measured (the requests are not streamed): `ttft_s` is the request's latency.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ ISOLATION_GIVEN = (
 )
 SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 DEVICES = ("cpu", "gpu")
+DEV_MODE = "VLLM_SERVER_DEV_MODE"
+RESET_ATTEMPTS = 100
 
 
 class ServerEngine:
@@ -210,7 +213,7 @@ class ServerSession:
         self.engine, self.setup = engine, setup
         self.salt = cache_salt(setup.namespace)
         kinds = {p.kind for p in setup.treatment.parts()}
-        self.reuses = "reuse" in kinds
+        self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
         self.probed = False
         self.requests, self.timeouts = 0, 0
         self.retried: dict[str, int] = {}
@@ -249,6 +252,8 @@ class ServerSession:
         if todo:
             if self.reuses:  # every prompt prefilled once under the arm's salt before it is measured
                 self._send([self._request(c, self.salt, measured=False) for c in todo])
+                if self.offloads and self.server is not None:
+                    self._reset_device_prefix_cache()
             outcomes = self._send([self._request(c, self.salt, measured=True) for c in todo])
             generations = [self._generation(c, o) for c, o in zip(todo, outcomes, strict=True)]
             self._check_counters(todo, generations)
@@ -298,6 +303,8 @@ class ServerSession:
         self.command = fill_template(engine.template, values, server_flags(args))
         log = self.run_dir / FOLDER / f"{self.stem}.log"
         environment = {**os.environ, **SERVER_ENVIRONMENT}
+        if self.offloads:  # /reset_prefix_cache is served in vLLM's development mode only
+            environment[DEV_MODE] = "1"
         self.server = LaunchedServer(self.command, log, environment, label)
         url = f"http://{HOST}:{port}"
         return url, self.server.start(url, engine.ready_s)
@@ -381,6 +388,24 @@ class ServerSession:
                 problem = salt_leak(self.setup.arm, self.probe_cached_tokens(hit, fresh))
         if problem:
             raise EngineFailure(problem)
+
+    def _reset_device_prefix_cache(self) -> None:
+        """Drop the server's device prefix cache, not its offload tier, so every measured hit is a block
+        loaded back from the host (as the in-process engine does between its two passes)."""
+        for _ in range(RESET_ATTEMPTS):
+            try:
+                answer = httpx.post(f"{self.url}/reset_prefix_cache", timeout=30.0, verify=tls_context())
+            except httpx.HTTPError as exc:
+                raise EngineFailure(f"arm {self.setup.arm!r}: /reset_prefix_cache failed: {exc}") from None
+            if answer.status_code == 404:
+                raise EngineFailure(
+                    f"arm {self.setup.arm!r}: the server has no /reset_prefix_cache (vLLM serves it with "
+                    f"{DEV_MODE}=1), so offloaded blocks cannot be told from the device cache"
+                )
+            if answer.status_code == 200 and answer.json().get("success"):
+                return
+            time.sleep(0.05)
+        raise EngineFailure(f"arm {self.setup.arm!r}: the server kept refusing to reset its prefix cache")
 
     def _preemptions(self) -> int | None:
         try:

@@ -124,7 +124,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
-        body = json.loads(self.rfile.read(length))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.startswith("/reset_prefix_cache"):  # the cache stays: it stands for the offload tier
+            print("reset_prefix_cache", flush=True)
+            self._json(200, {"success": True})
+            return
         if self.path != "/v1/completions":
             self._send(404, b"not found")
             return

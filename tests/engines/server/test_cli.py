@@ -112,3 +112,20 @@ def test_a_leaking_salt_on_a_given_endpoint_exits_4(
     result = run(tmp_path, smoke_workload, stub_model, 1, *endpoints)
     assert result.exit_code == 4
     assert "arm 'prefix-reuse'" in result.output and "cache_salt does not isolate namespaces" in result.output
+
+
+def test_an_offload_arm_reads_back_after_the_device_cache_is_reset(
+    smoke_workload: Path, stub_model: Path, answers_file: Path, tmp_path: Path
+) -> None:
+    matrix = tmp_path / "offload.toml"
+    matrix.write_text(
+        '[matrix]\ncontrol = "full"\ncandidates = ["reuse-offload"]\naa_replicate = false\n'
+        '[treatment.reuse-offload]\nkind = "composite"\nof = ["prefix-reuse", "offload-host"]\n'
+    )
+    argv = ["run", "-w", str(smoke_workload), "-m", str(matrix), "--model", str(stub_model), "--limit", "4"]
+    options = ["--engine", "server", "-E", "device=gpu", "-E", f"command={launch_template(answers_file)}"]
+    result = CliRunner().invoke(cli, [*argv, *options, "--run-dir", str(tmp_path / "run")])
+    assert result.exit_code == 3, result.output
+    (log,) = (tmp_path / "run" / "server").glob("reuse-offload.*.log")
+    assert "reset_prefix_cache" in log.read_text()  # between the warm-up and the measured requests
+    assert "--kv-offloading-size" in read_records(tmp_path / "run")[-1]["command"]
