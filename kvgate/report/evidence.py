@@ -65,20 +65,20 @@ def extras_from_rows(rows: RunRows, arm: str) -> ArmExtras:
     return ArmExtras(list(rows.paths), part, offset, kept, ttft, latency)
 
 
-def texts(extras: ArmExtras, where: np.ndarray) -> dict[str, list[Any]]:
-    """TEXT columns of the rows at case positions `where` (None where the arm has no row), reading only
-    the parts that hold them."""
-    out: dict[str, list[Any]] = {c: [None] * len(where) for c in TEXT}
+def texts(extras: ArmExtras, where: np.ndarray, columns: list[str] = TEXT) -> dict[str, list[Any]]:
+    """`columns` (of TEXT) of the rows at case positions `where` (None where the arm has no row),
+    reading only those columns of the parts that hold them."""
+    out: dict[str, list[Any]] = {c: [None] * len(where) for c in columns}
     part, offset = extras.part[where], extras.offset[where]
     needed = np.unique(part[part >= 0])
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         tables = dict(
-            zip(needed.tolist(), pool.map(lambda i: _read(extras.paths[i], TEXT), needed), strict=True)
+            zip(needed.tolist(), pool.map(lambda i: _read(extras.paths[i], columns), needed), strict=True)
         )
     for i, table in tables.items():
         mine = np.nonzero(part == i)[0]
         rows = table.take(int64_array(offset[mine]))
-        for column in TEXT:
+        for column in columns:
             for j, value in zip(mine.tolist(), rows[column].to_pylist(), strict=True):
                 out[column][j] = value
     return out
@@ -145,6 +145,8 @@ class Evidence:
         self.rows = rows
         self._arms: dict[str, ArmExtras] = {}
         self._failures: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self._outputs: dict[tuple[str, int], str | None] = {}
+        """(control, case position) → the control's answer, read once for every candidate."""
         """(control, candidate, case position) → its example, read once however often it is asked for
         (a sequential report asks at every look)."""
 
@@ -175,13 +177,21 @@ class Evidence:
                 self._failures[control, candidate, pos] = example
         return [self._failures[control, candidate, p] for p in every]
 
+    def _control_outputs(self, control: str, extras: ArmExtras, where: np.ndarray) -> list[str | None]:
+        """The control's answers at `where`, reading only the output column of the parts not read yet."""
+        unread = np.array([p for p in where.tolist() if (control, p) not in self._outputs], dtype=np.int64)
+        if unread.size:
+            read = texts(extras, unread, ["output_text"])["output_text"]
+            self._outputs.update(((control, p), t) for p, t in zip(unread.tolist(), read, strict=True))
+        return [self._outputs[control, p] for p in where.tolist()]
+
     def _examples(self, control: str, candidate: str, where: np.ndarray) -> list[dict[str, Any]]:
         ctl, cand = self.arm(control), self.arm(candidate)
         ids = self.cases.case_ids.take(int64_array(where)).to_pylist()
         expected = (
             self._expected.take(int64_array(where)).to_pylist() if self._expected else [None] * len(ids)
         )
-        ctl_text = texts(ctl, where)["output_text"]
+        ctl_text = self._control_outputs(control, ctl, where)
         cand_rows = texts(cand, where)
         out = []
         for j, pos in enumerate(where):
