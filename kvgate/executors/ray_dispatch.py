@@ -29,12 +29,10 @@ MAX_TRIES = 3
 
 
 class Dispatcher:
-    """Runs lists of units on the pool's workers; counts what it measured (units, dispatch seconds)."""
+    """Runs lists of units on the pool's workers, their rows into the sink."""
 
     def __init__(self, ctx: RunContext, pool: WorkerPool, sink: RowSink, max_tries: int = MAX_TRIES):
         self.ctx, self.pool, self.sink, self.max_tries = ctx, pool, sink, max_tries
-        self.units_done = 0
-        self.requeued = 0
 
     def run(self, units: Sequence[WorkUnit], label: str) -> None:
         """Generate every unit's missing rows; returns once all are stored or waiting in the sink."""
@@ -93,7 +91,6 @@ class Dispatcher:
         worker.received += 1
         if worker.received == len(unit.batches):
             worker.unit, worker.refs = None, {}
-            self.units_done += 1
 
     def _take(self, unit: WorkUnit, batch: Sequence[Any], generations: list[Generation]) -> None:
         if len(generations) != len(batch):
@@ -113,7 +110,7 @@ class Dispatcher:
 
     def _lost(self, worker: Worker, unit: WorkUnit, queue: deque[WorkUnit], why: str) -> None:
         self.pool.lose(worker, why)
-        again = unit.again(self.sink.have(), self.ctx.matrix.batch_size_for(unit.arm_run.arm))
+        again = unit.again(self.sink.have(), self.ctx.matrix.submit_size_for(unit.arm_run.arm))
         if again is None:
             return
         if again.tries > self.max_tries:
@@ -122,7 +119,6 @@ class Dispatcher:
                 f"{unit.label} lost its Ray worker {again.tries} times ({why}); the rows stored are kept: "
                 f"`kvgate run --resume {self.ctx.run_dir}`"
             )
-        self.requeued += 1
         queue.appendleft(again)
 
     def _engine_failed(self, worker: Worker, unit: WorkUnit, index: int, exc: Exception) -> None:

@@ -81,13 +81,10 @@ class RayExecutor:
     ) -> None:
         if workers is not None and workers < 1:
             raise BadInput(f"--ray-workers must be ≥ 1, got {workers}")
-        self.address, self.workers, self.cases_per_unit, self.max_tries = (
-            address,
-            workers,
-            cases_per_unit,
-            max_tries,
-        )
-        self.last: Dispatcher | None = None
+        self.address = address
+        self.workers = workers
+        self.cases_per_unit = cases_per_unit
+        self.max_tries = max_tries
 
     def create_engine(self, name: str, model: ModelSpec, options: dict[str, Any]) -> RayEngine:
         """Connect, start the workers and return the driver's proxy once the first one has loaded its
@@ -140,7 +137,7 @@ class RayExecutor:
         write_manifest(ctx.run_dir, ctx.manifest)
         ctx.done = stored_keys(ctx.run_dir)
         sink = RowSink(ctx)
-        dispatcher = self.last = Dispatcher(ctx, engine.pool, sink, self.max_tries)
+        dispatcher = Dispatcher(ctx, engine.pool, sink, self.max_tries)
         target = self.target_workers(engine.pool, engine.cluster.total())
         try:
             passes = first_passes(ctx.matrix, ctx.cases)
@@ -168,7 +165,7 @@ class RayExecutor:
     ) -> None:
         units: list[WorkUnit] = []
         for arm_run in passes:
-            size = ctx.matrix.batch_size_for(arm_run.arm)
+            size = ctx.matrix.submit_size_for(arm_run.arm)
             units += plan_units(arm_run, ctx.done, size, target, self.cases_per_unit)
         dispatcher.pool.grow(min(target, len(units)))
         dispatcher.run(units, f"{label} ({len(units)} units on Ray)")

@@ -26,7 +26,6 @@ class RowSink:
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.waiting: set[RowKey] = set()
         self.stored_at: dict[str, float] = {}
-        self.arms: set[str] = set()
 
     def have(self) -> set[RowKey]:
         """Keys stored or waiting to be."""
@@ -54,7 +53,6 @@ class RowSink:
         if rows:
             store_rows(self.ctx, arm, rows)
             self.waiting.difference_update(map(row_key, rows))
-            self.arms.add(arm)
 
     def flush_all(self) -> None:
         for arm in list(self.pending):
