@@ -9,12 +9,14 @@ workers' output is not copied to kvgate's terminal.
 from __future__ import annotations
 
 import logging
+import socket
 from types import ModuleType
 from typing import Any
 
 from kvgate.errors import BadInput
 
 INSTALL_HINT = "pip install 'kvgate[ray]'"
+CONNECT_TIMEOUT_S = 10.0
 
 
 def import_ray() -> ModuleType:
@@ -26,6 +28,21 @@ def import_ray() -> ModuleType:
     return ray
 
 
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse (one line) a `host:port` or `ray://host:port` address nothing answers at, before Ray's own
+    connection attempts, which retry for minutes; other forms ("auto", "local") are Ray's to resolve."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise BadInput(
+            f"cannot reach the Ray cluster at {address}: {reason} (is `ray start --head` running?)"
+        ) from None
+
+
 class Cluster:
     """A connection to a Ray cluster; `close` disconnects only if this object connected."""
 
@@ -34,6 +51,8 @@ class Cluster:
         self.owned = False
         if self.ray.is_initialized():
             return
+        if address:
+            check_reachable(address)
         try:
             self.ray.init(
                 address=address,

@@ -148,3 +148,17 @@ def test_the_local_executor_imports_nothing_of_ray(smoke_workload: Path, tmp_pat
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_an_address_nothing_answers_at_is_refused_at_once(smoke_workload: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    result = kvgate(
+        "run", "--engine", "fake", "-w", smoke_workload, "-o", tmp_path / "runs",
+        "--executor", "ray", "--ray-address", f"127.0.0.1:{port}",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert f"cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused" in result.stderr
