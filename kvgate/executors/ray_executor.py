@@ -91,9 +91,16 @@ class RayExecutor:
         engine (the others go on loading meanwhile)."""
         cluster = Cluster(self.address)
         try:
-            resources = engine_resources(name, options, cluster.total().get("GPU", 0) > 0)
+            total = cluster.total()
+            resources = engine_resources(name, options, total.get("GPU", 0) > 0)
+            for key, need in (("CPU", resources.num_cpus), ("GPU", resources.num_gpus)):
+                if need > total.get(key, 0):
+                    raise BadInput(
+                        f"engine {name!r} needs {need:g} {key} per worker; the Ray cluster has "
+                        f"{total.get(key, 0):g} in all (add nodes, or change -E device / parallel sizes)"
+                    )
             pool = WorkerPool(cluster.ray, name, model, options, resources)
-            pool.grow(self.target_workers(pool, cluster.total()))  # engines load side by side
+            pool.grow(self.target_workers(pool, total))  # engines load side by side
             while not pool.usable():
                 pool.check_alive()
                 starts = pool.starting()

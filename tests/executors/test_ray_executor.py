@@ -136,6 +136,17 @@ def test_driver_killed_then_resumed_gives_the_same_report(
     assert comparable(report.stdout) == comparable(reference[1])
 
 
+def test_an_engine_the_cluster_cannot_hold_is_refused_before_waiting(
+    cluster: str, workload: Path, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    args = ["run", "--engine", "hf", "-E", "device=cuda", "-w", workload, "-o", runs, "--executor", "ray"]
+    result = kvgate(*args)
+    assert result.exit_code == 2
+    assert "engine 'hf' needs 1 GPU per worker; the Ray cluster has 0 in all" in result.stderr
+    assert not runs.exists() or not list(runs.iterdir())
+
+
 @pytest.mark.model
 def test_hf_engine_gives_the_local_report(cluster: str, model_folder: Path, tmp_path: Path) -> None:
     suite = tmp_path / "tiny.toml"
