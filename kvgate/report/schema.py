@@ -3,7 +3,7 @@
 The schema is the contract of what `kvgate report --format json` and `kvgate run --json` print: every
 field, its type, its bounds and the decisions it may take. `docs/reference.md` describes the fields.
 Checking is slow beside building a report (on a million result rows with 10,100 failing examples it
-costs about four fifths of the report's own CPU time), so kvgate does not check by default; with
+costs about half the report's own CPU time), so kvgate does not check by default; with
 `KVGATE_CHECK_REPORT=1` in the environment every report is checked before it is rendered (the test suite
 runs so), and one that does not fit is an internal error (exit 70).
 """
@@ -34,11 +34,57 @@ def report_schema() -> dict[str, Any]:
     return schema
 
 
+DEFS = "#/$defs/"
+PLAIN_KEYS = {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "minLength"}
+"""Keywords of a typed value that a null passes anyway (they constrain only values of their type)."""
+
+
+def inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with each `$ref` to one of its `$defs` replaced by the definition (a recursive one stays a
+    reference), and "a plain typed value or null" written as one type list: the same verdicts, checked
+    in less than half the time (jsonschema spends most of it following references and alternatives)."""
+    defs = schema.get("$defs", {})
+
+    def expand(node: Any, within: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [expand(item, within) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if len(node) == 1 and isinstance(ref, str) and ref.startswith(DEFS):
+            name = ref[len(DEFS) :]
+            return node if name in within else expand(defs[name], within | {name})
+        out = {k: v if k in ("enum", "const") else expand(v, within) for k, v in node.items() if k != "$defs"}
+        return _nullable(out)
+
+    flat: dict[str, Any] = expand(schema, frozenset())
+    flat["$defs"] = defs
+    return flat
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    """`{"anyOf": [<plain typed value>, {"type": "null"}]}` as the value with "null" among its types."""
+    options = node.get("anyOf")
+    if set(node) - {"anyOf", "description"} or not isinstance(options, list) or len(options) != 2:
+        return node
+    value, null = options
+    if null != {"type": "null"} or not isinstance(value, dict) or "type" not in value:
+        return node
+    if set(value) - PLAIN_KEYS - {"description"}:
+        return node
+    types = value["type"] if isinstance(value["type"], list) else [value["type"]]
+    return {
+        **value,
+        **({"description": node["description"]} if "description" in node else {}),
+        "type": [*types, "null"],
+    }
+
+
 @cache
 def _validator() -> jsonschema.protocols.Validator:
     schema = report_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(inlined(schema))
 
 
 def _said(error: jsonschema.ValidationError) -> str:

@@ -4,6 +4,7 @@ fit it, every decision and optional block among them, and it refuses what a repo
 from __future__ import annotations
 
 import copy
+import random
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,14 @@ from report_schema import assert_fits_schema, report_json
 
 from kvgate.cli import cli
 from kvgate.report import model
-from kvgate.report.schema import CHECK_ENV, ReportShapeError, check_report, report_errors, report_schema
+from kvgate.report.schema import (
+    CHECK_ENV,
+    ReportShapeError,
+    check_report,
+    inlined,
+    report_errors,
+    report_schema,
+)
 
 SUITE = """name = "gate320"
 [[generate]]
@@ -190,3 +198,44 @@ def test_a_report_that_breaks_the_schema_is_an_internal_error(
     result = invoke("report", run_dir, "--format", "md")
     assert result.exit_code == 70, result.output
     assert "does not fit its schema: kvgate_version" in result.stderr
+
+
+def _small(report: dict[str, Any]) -> dict[str, Any]:
+    """The report with each list cut to its first two items (every kind of object is still in it)."""
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [cut(v) for v in value[:2]]
+        return value
+
+    out: dict[str, Any] = cut(report)
+    return out
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Paths to the scalar values of `value`."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))]
+    return [path]
+
+
+def test_the_checked_schema_gives_the_shipped_schemas_verdicts(reports: dict[str, dict[str, Any]]) -> None:
+    """The check runs on `inlined(schema)`: on reports with one value replaced, its verdicts are the
+    shipped schema's."""
+    shipped = jsonschema.Draft202012Validator(report_schema())
+    checked = jsonschema.Draft202012Validator(inlined(report_schema()))
+    rng = random.Random(0)
+    verdicts = []
+    for name in ("composite", "compare"):
+        data = _small(reports[name])
+        for path in rng.sample(_leaves(data), 12):
+            for value in (None, -1, 1.5, "x", True):
+                broken = _broken(data, path, value)
+                verdict = shipped.is_valid(broken)
+                assert checked.is_valid(broken) == verdict, (name, path, value)
+                verdicts.append(verdict)
+    assert True in verdicts and False in verdicts
