@@ -1,4 +1,4 @@
-"""The report model: the machine-readable truth every renderer reads (DESIGN.md, "Report JSON").
+"""The report model: the machine-readable truth every renderer reads (docs/reference.md, "Report JSON").
 
 Pairs each candidate's first attempt with the control's (replicate 0) by case, counts per slice, bounds
 the CFR, applies the gate (`gate.procedure`), measures the A/A noise floor and checks the isolation
