@@ -10,6 +10,7 @@ KvgateError it raised), with the rows received before stored.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -55,7 +56,6 @@ class Dispatcher:
     def _assign(self, worker: Worker, unit: WorkUnit) -> None:
         assert worker.machine is not None
         if record_unit(self.ctx.manifest, unit.arm_run.arm, worker.machine):
-            self.sink.flush_all()
             write_manifest(self.ctx.run_dir, self.ctx.manifest)  # the kind is on disk before its rows
         worker.unit, worker.received = unit, 0
         worker.refs = {worker.actor.begin.remote(arm_setup(self.ctx, unit.arm_run)): -1}
@@ -66,6 +66,9 @@ class Dispatcher:
     def _wait(self, queue: deque[WorkUnit]) -> None:
         calls = {ref: w for w in self.pool.workers for ref in w.refs}
         starts = self.pool.starting()
+        if not calls and not starts:  # nothing to wait for: check_alive decides on the next round
+            time.sleep(PART_SECONDS)
+            return
         ready, _ = self.pool.ray.wait([*calls, *starts], num_returns=1, timeout=PART_SECONDS)
         for ref in ready:
             if ref in starts:
