@@ -162,3 +162,60 @@ def test_an_address_nothing_answers_at_is_refused_at_once(smoke_workload: Path, 
     )  # fmt: skip
     assert result.exit_code == 2
     assert f"cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused" in result.stderr
+
+
+class _StubActor:
+    """An actor handle whose calls answer nothing (the test sets each worker's start answer)."""
+
+    def __getattr__(self, method: str) -> _StubActor:
+        return self
+
+    def remote(self, *args: object) -> None:
+        return None
+
+
+class _StubRay:
+    """Just enough of `ray` for the worker pool: actor classes, `get` of an answer, `kill`."""
+
+    class exceptions:
+        class RayError(Exception):
+            pass
+
+        class RayTaskError(RayError):
+            cause: Exception
+
+    def __init__(self) -> None:
+        self.killed: list[object] = []
+
+    def remote(self, *args: object) -> object:  # ray.remote(cls), then the class's .remote(*spec)
+        return self if len(args) == 1 and isinstance(args[0], type) else _StubActor()
+
+    def options(self, **resources: float) -> _StubRay:
+        return self
+
+    def get(self, ref: dict) -> dict:
+        return ref
+
+    def kill(self, actor: object, no_restart: bool = True) -> None:
+        self.killed.append(actor)
+
+
+def test_the_pool_lets_go_of_workers_on_another_hardware_kind() -> None:
+    from kvgate.executors.ray_pool import WorkerPool
+
+    def machine(accelerator: str) -> dict:
+        return {"accelerator": accelerator, "engine_build": "0" * 16, "node": "n", "fingerprint": {"e": 1}}
+
+    stub = _StubRay()
+    pool = WorkerPool(stub, "fake", None, {}, Resources())  # type: ignore[arg-type]
+    first, other, same = (pool.spawn() for _ in range(3))
+    for worker, accelerator in ((first, "NVIDIA H100"), (other, "NVIDIA A100"), (same, "NVIDIA H100")):
+        worker.start_ref = machine(accelerator)
+    assert pool.started(first) and not pool.started(other) and pool.started(same)
+    assert pool.usable() == [first, same] and stub.killed == [other.actor]
+    pool.pin(("NVIDIA A100", "0" * 16), {"e": 1})  # a resumed run whose rows are on A100s
+    assert pool.usable() == []
+    with pytest.raises(
+        BadInput, match=r"no Ray worker runs on the run's hardware \(NVIDIA A100 .*found only"
+    ):
+        pool.check_alive()
