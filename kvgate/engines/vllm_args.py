@@ -71,12 +71,13 @@ def arm_args(
     base: dict[str, Any], treatment: Treatment, offload_gib: float, kv_blocks: int | None = None
 ) -> dict[str, Any]:
     """An arm's whole set of engine arguments: the run's, the treatment's, and its KV pool size. A pool of
-    `kv_blocks` holds one request of at most kv_blocks × block_size tokens, so that is its max_model_len
-    unless the run sets one (vLLM refuses to start when one request of max_model_len cannot fit)."""
+    `kv_blocks` holds one request of at most (kv_blocks − 1) × block_size tokens (vLLM keeps one block
+    back as its null block), so that is its max_model_len unless the run sets one: vLLM refuses to start
+    when one request of max_model_len cannot fit."""
     args = {**base, **arm_engine_args(treatment, offload_gib)}
     if kv_blocks is not None:
         args[KV_BLOCKS_ARG] = kv_blocks
-        args.setdefault("max_model_len", kv_blocks * int(args.get("block_size") or 16))
+        args.setdefault("max_model_len", max(1, kv_blocks - 1) * int(args.get("block_size") or 16))
     return args
 
 

@@ -27,7 +27,7 @@ def test_an_arms_flags_are_the_in_process_engines_arguments() -> None:
     reuse = engine_flags(arm_args(base, Reuse("prefix-reuse"), 1.0, kv_blocks=24))
     assert "--enable-prefix-caching" in reuse
     assert reuse[reuse.index("--num-gpu-blocks-override") + 1] == "24"
-    assert reuse[reuse.index("--max-model-len") + 1] == str(24 * 128)
+    assert reuse[reuse.index("--max-model-len") + 1] == str(23 * 128)
     both = Composite(
         "reuse+offload", of=(Reuse("r"), Offload("o", engine_args={"kv_transfer_config": {"a": 1}}))
     )
