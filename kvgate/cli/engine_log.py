@@ -6,7 +6,8 @@ and native log lines to stderr: vLLM prints a dozen lines before its first token
 native code) lands in `<run_dir>/engine.log`; kvgate's own lines (the run directory, progress) go to
 `terminal`, a stream on the original stderr. Until the run directory exists (an engine starts before
 its fingerprint can name the run) the output is held in a temp file, then moved into the run's log.
-A run that fails before it has a directory keeps the temp file and names it.
+A run whose engine fails before the run has a directory keeps the temp file and names it; bad input
+(exit 2, one line) removes it.
 
 Where stderr is not a real file descriptor (a test harness capturing it), nothing is redirected.
 `--verbose` redirects nothing either: the engine's output shows as it is written.
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import TextIO
 
 import click
+
+from kvgate.errors import BadInput
 
 ENGINE_LOG = "engine.log"
 
@@ -71,6 +74,8 @@ def engine_output_to_log(verbose: bool) -> Iterator[EngineLog]:
     failed = False
     try:
         yield log
+    except BadInput:
+        raise
     except BaseException:
         failed = True
         raise
