@@ -145,7 +145,7 @@ class ServerEngine:
                 self.model_path = vllm_model_folder(model_folder(model))
         elif vllm_options or dtype or enforce_eager is not None:
             raise BadInput("server engine: vLLM options apply to launched servers, not to given endpoints")
-        if self.model_path is not None or model.folder is not None:
+        if self.model_path is not None or model.available():  # the end-of-sequence ids to strip
             self.eos_ids = end_of_sequence_ids(self.model_path or model_folder(model))
         self.platform = VLLMPlatform(
             device=self.device,
