@@ -17,11 +17,13 @@ from kvgate.gate.policy import Policy
 from kvgate.gate.sequential import Look, looks, strata, stratified_order
 from kvgate.report.arm import RunContext, arm_report
 from kvgate.report.slices import ALL, SliceGroup, is_gated
+from kvgate.runner.manifest import spec_hash_of_run_id
 
 
 def order_seed(run_id: str) -> int:
-    """The seed of a run's case order: its run id, a hash of everything the run is."""
-    return int(run_id[:12], 16)
+    """The seed of a run's case order: the spec hash its run id ends with (a hash of everything the run
+    is), so a resumed run, and any run of the same spec, replays the same order."""
+    return int(spec_hash_of_run_id(run_id), 16)
 
 
 def gated_strata(groups: list[SliceGroup], policy: Policy, n_cases: int) -> np.ndarray:

@@ -24,6 +24,7 @@ from kvgate.gate.sequential import look_ends, spent_alpha, stratified_order
 from kvgate.gate.simulate import operating
 from kvgate.report.gate_structure import gate_structure
 from kvgate.report.run_data import read_workload_cases
+from kvgate.runner.manifest import spec_hash_of_run_id
 
 MATRIX = (
     '[matrix]\ncontrol = "full"\ncandidates = ["streaming-50", "fp8-e4m3"]\naa_replicate = true\n'
@@ -65,6 +66,7 @@ def _report(run_dir: Path) -> dict[str, Any]:
     result = CliRunner().invoke(cli, ["report", str(run_dir), "--format", "json"])
     data: dict[str, Any] = json.loads(result.stdout)
     data["run"].pop("created_at", None)
+    data["run"]["run_id"] = spec_hash_of_run_id(data["run"]["run_id"])  # each run is new; its spec is not
     for arm in data["arms"]:
         arm.pop("gains", None)  # timings
     return data
