@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from report_schema import report_json
 
 from kvgate.cli import cli
 from kvgate.cli.run import stdout_to_stderr
@@ -40,7 +40,7 @@ def test_json_prints_only_the_report(smoke_workload: Path, tmp_path: Path) -> No
     matrix.write_text(PLANTED)
     result = _run("-w", smoke_workload, "-m", matrix, "-o", tmp_path / "runs", "--json")
     assert result.exit_code == 1
-    report = json.loads(result.stdout)
+    report = report_json(result.stdout)
     assert report["exit_code"] == 1 and report["decision"] == "fail"
     assert result.stderr == ""
 

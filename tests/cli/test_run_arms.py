@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 
 from click.testing import CliRunner, Result
+from report_schema import report_json
 
 from kvgate.cli import cli
 from kvgate.cli.arm_subset import dumps
@@ -27,7 +27,7 @@ def test_arms_runs_and_gates_only_the_named_candidates(smoke_workload: Path, tmp
     runs = tmp_path / "runs"
     result = _run("-w", smoke_workload, "-m", matrix, "-o", runs, "--json", "--arms", "streaming-50,full")
     assert result.exit_code == 3, result.output  # the planted fp8 failures are not run: no FAIL
-    report = json.loads(result.stdout)
+    report = report_json(result.stdout)
     assert [a["arm"] for a in report["arms"]] == ["streaming-50"]
     assert report["arms"][0]["exit_code"] == 3 and report["run"]["matrix_name"] == "m"
     (run_dir,) = list(runs.iterdir())
@@ -40,7 +40,7 @@ def test_arms_fails_the_run_when_a_named_arm_fails(smoke_workload: Path, tmp_pat
     matrix = tmp_path / "m.toml"
     matrix.write_text(PLANTED)
     result = _run("-w", smoke_workload, "-m", matrix, "-o", tmp_path / "runs", "--json", "--arms", "fp8-e4m3")
-    report = json.loads(result.stdout)
+    report = report_json(result.stdout)
     assert result.exit_code == 1 and [(a["arm"], a["exit_code"]) for a in report["arms"]] == [("fp8-e4m3", 1)]
 
 

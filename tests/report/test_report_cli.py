@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 from report_fixed_run import POLICY, make_fixed_run, row
+from report_schema import report_json
 from statsmodels.stats.multitest import multipletests
 
 from kvgate.cli import cli
@@ -24,8 +25,7 @@ def invoke(*args: str) -> Result:
 
 
 def as_json(result: Result) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
+    return report_json(result.stdout)
 
 
 def test_policy_change_without_a_reason_is_refused(fixed_run: Path, tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_output_file_and_formats(fixed_run: Path, tmp_path: Path) -> None:
         assert result.exit_code == 1, result.output
         assert out.stat().st_size > 500
         assert "\x1b[" not in out.read_text()
-    assert json.loads((tmp_path / "report.json").read_text())["decision"] == "fail"
+    assert report_json((tmp_path / "report.json").read_text())["decision"] == "fail"
 
 
 def test_compare_two_runs(fixed_run: Path, tmp_path: Path) -> None:

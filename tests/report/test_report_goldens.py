@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from report_fixed_run import make_fixed_run
+from report_schema import report_json
 from rich.console import Console
 
 from kvgate.cli import cli
@@ -55,7 +56,7 @@ def normalised(report: dict[str, Any]) -> dict[str, Any]:
 def report_of(run: Path, *args: str) -> dict[str, Any]:
     result = CliRunner().invoke(cli, ["report", str(run), "--format", "json", *args])
     assert result.exit_code in (0, 1, 3, 4), result.output
-    return normalised(json.loads(result.stdout))
+    return normalised(report_json(result.stdout))
 
 
 def terminal(report: dict[str, Any]) -> str:
