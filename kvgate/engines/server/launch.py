@@ -4,13 +4,15 @@ The default template is `vllm serve {model} --host {host} --port {port} {arm_fla
 The template is split like a shell line (no shell runs it); each word may name `{model}`, `{host}`,
 `{port}`, `{vllm}` (the `vllm` executable beside kvgate's Python) or `{python}`, and a word that is
 exactly `{arm_flags}` becomes the arm's flags. The server runs in a process group of its own with its
-output in a log file. It is ready once `/health` answers 200 and `/v1/models` names a model, within
-`ready_s`; it is stopped with SIGTERM to its group, then SIGKILL after `stop_s`.
+output in a log file (on Linux it is sent SIGTERM if kvgate's process dies). It is ready once `/health`
+answers 200 and `/v1/models` names a model, within `ready_s`; it is stopped with SIGTERM to its group,
+then SIGKILL after `stop_s`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.metadata
 import os
 import shlex
@@ -20,6 +22,7 @@ import string
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -37,6 +40,7 @@ MODULE_TEMPLATE = (
 distribution named `vllm` and exits before serving, while the module entry point serves."""
 PLACEHOLDERS = frozenset({"model", "host", "port", "vllm", "python", "arm_flags"})
 POLL_S = 0.2
+PR_SET_PDEATHSIG = 1
 LOG_TAIL_BYTES = 4096
 
 
@@ -132,6 +136,7 @@ class LaunchedServer:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 start_new_session=True,
+                preexec_fn=_ends_with_parent(),
             )
         except OSError as exc:
             self.stop(0.0)
@@ -210,6 +215,22 @@ def served_model_id(listing: object) -> str | None:
     if isinstance(data, list) and data and isinstance(data[0], dict) and isinstance(data[0].get("id"), str):
         return str(data[0]["id"])
     return None
+
+
+def _ends_with_parent() -> Callable[[], None] | None:
+    """On Linux, a function that has the child sent SIGTERM when kvgate's process dies (killed, not
+    stopped): a server in a session of its own would otherwise outlive it. Resolved before the fork."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def set_death_signal() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+    return set_death_signal
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
