@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from report_fixed_run import cases, row
@@ -17,9 +19,9 @@ from report_schema import report_json
 from kvgate.cli import cli
 from kvgate.gate.policy import parse_policy
 from kvgate.report.certificate_attribution import MIN_PER_KIND, certificate_attribution
-from kvgate.report.run_data import ArmRows
+from kvgate.report.run_data import RESULT_COLUMNS, ArmRows, read_part
 from kvgate.runner.manifest import build_manifest, write_manifest
-from kvgate.runner.store import write_part
+from kvgate.runner.store import RESULT_SCHEMA_V1, write_part
 from kvgate.treatments.matrix import parse_matrix
 from kvgate.workload.schema import read_workload, write_workload
 
@@ -153,3 +155,14 @@ def test_unscored_and_unusable_cases_are_left_out() -> None:
     assert block["certificate"]["auc"] == 1.0
     assert block["output_confidence"]["auc"] == 0.5  # every logprob tied: chance
     assert certificate_attribution(control, control, usable, 0.95) is None
+
+
+def test_a_part_stored_before_the_certificate_columns_reads_them_as_null(tmp_path: Path) -> None:
+    row_v1: dict[str, object] = {f.name: None for f in RESULT_SCHEMA_V1}
+    row_v1.update(case_id="c1", arm="full", replicate=0, attempt=0, passed=True, output_token_ids=[1])
+    part = tmp_path / "part-00000.parquet"
+    pq.write_table(pa.Table.from_pylist([row_v1], schema=RESULT_SCHEMA_V1), part)
+    table = read_part(part)
+    assert table.column_names == RESULT_COLUMNS
+    assert table.column("certificate_bound_max").to_pylist() == [None]
+    assert table.column("certificate_bound_mean").to_pylist() == [None]
