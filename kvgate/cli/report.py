@@ -102,9 +102,11 @@ def report(
     """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ.
 
     The exit code is the gate's: 0 pass, 1 fail, 2 bad input, 3 inconclusive, 4 engine error
-    (70 internal error, 130 interrupted).
+    (70 internal error, 130 interrupted); as for `kvgate run`, isolation the counters contradict is 4
+    and a lossless arm that diverged under load fails the gate.
     """
-    from kvgate.errors import EXIT_GATE_FAILED, BadInput
+    from kvgate.cli.findings import exit_code_with_findings
+    from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, BadInput
     from kvgate.report.model import build_report
 
     policy_text = None
@@ -124,6 +126,7 @@ def report(
         )
         data["compare"] = compare_reports(data, baseline, allow_different)
     emit(data, fmt, output, junit_inconclusive)
-    if fail_on_regression and data.get("compare", {}).get("regressions"):
+    code = exit_code_with_findings(run_dir, int(data["exit_code"]), quiet=False)
+    if fail_on_regression and data.get("compare", {}).get("regressions") and code != EXIT_ENGINE_ERROR:
         ctx.exit(EXIT_GATE_FAILED)
-    ctx.exit(data["exit_code"])
+    ctx.exit(code)

@@ -200,34 +200,15 @@ def _announce(log: EngineLog, silent: bool, run_dir: Path) -> None:
 
 
 def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:
-    """Print the report (unless quiet) and any isolation violation; return the exit code."""
+    """Print the report (unless quiet); return the exit code, with what the counters say
+    (`cli.findings`)."""
+    from kvgate.cli.findings import exit_code_with_findings
     from kvgate.cli.report import emit
-    from kvgate.errors import EXIT_ENGINE_ERROR
     from kvgate.report.model import build_report
-    from kvgate.runner.isolation import isolation_violations
 
     report = build_report(run_dir)
     if not quiet:
         emit(report, "json" if as_json else "table", None)
         if not as_json:
             click.echo(f"results: {run_dir}", err=True)
-    violations = isolation_violations(run_dir)
-    for violation in violations:
-        click.echo(f"kvgate: error: isolation: {violation}", err=True)
-    code = EXIT_ENGINE_ERROR if violations else int(report["exit_code"])
-    return _load_findings(run_dir, quiet, code)
-
-
-def _load_findings(run_dir: Path, quiet: bool, code: int) -> int:
-    """A served run's server counters, and any lossless arm that diverged under load (a defect: the
-    gate fails unless the run already failed harder)."""
-    from kvgate.errors import EXIT_GATE_FAILED, EXIT_INCONCLUSIVE, EXIT_PASS
-    from kvgate.runner.lossless import lossless_defects, server_summary
-
-    if not quiet:
-        for line in server_summary(run_dir):
-            click.echo(f"kvgate: server: {line}", err=True)
-    defects = lossless_defects(run_dir)
-    for defect in defects:
-        click.echo(f"kvgate: defect: {defect}", err=True)
-    return EXIT_GATE_FAILED if defects and code in (EXIT_PASS, EXIT_INCONCLUSIVE) else code
+    return exit_code_with_findings(run_dir, int(report["exit_code"]), quiet)

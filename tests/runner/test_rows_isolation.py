@@ -76,10 +76,12 @@ def test_a_salt_leak_in_a_candidate_exits_4_naming_it(
     kvgate: Invoke, smoke_workload: Path, tmp_path: Path
 ) -> None:
     body = TWO_CANDIDATES + "[faults.fp8-e4m3]\nsalt_leak = true\n"
-    code, stderr, _ = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
+    code, stderr, run_dir = _run(kvgate, smoke_workload, tmp_path, body, "--quiet")
     assert code == 4
     (line,) = [x for x in stderr.splitlines() if "isolation" in x]
     assert "arm 'fp8-e4m3' reported cache hits" in line and "namespaces leak" in line
+    report = kvgate("report", run_dir, "--format", "json")  # the report reads the same counters
+    assert report.exit_code == 4 and line in report.stderr
 
 
 def test_a_salt_leak_in_the_control_exits_4_naming_it(

@@ -79,6 +79,9 @@ def test_given_endpoints_catch_the_planted_race_only_under_concurrency(
         assert all("lossless arm 'prefix-reuse'" in d and "under concurrency 4" in d for d in defects)
     manifest = json.loads((run_dir_of(result) / "manifest.json").read_text())
     assert "cache_salt" in manifest["engine"]["isolation"] and manifest["engine"]["form"] == "endpoint"
+    report = CliRunner().invoke(cli, ["report", str(run_dir_of(result)), "--format", "json"])
+    assert report.exit_code == result.exit_code  # the report reads the same stored findings
+    assert [x for x in report.stderr.splitlines() if x.startswith("kvgate: defect:")] == defects
 
 
 def test_a_server_that_dies_mid_pass_exits_4_keeps_its_rows_and_restarts_on_resume(

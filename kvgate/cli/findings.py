@@ -1,0 +1,35 @@
+"""What the stored counters say beyond the gate, checked by `kvgate run` and `kvgate report` alike.
+
+- Isolation violated (a namespace that leaks, a reuse arm that never reused, KV from another
+  namespace): the results are not evidence; exit 4 whatever the gate says.
+- A lossless arm (prefix reuse, offload) run under load that diverged from the control: a defect; the
+  gate fails (exit 1) unless the run already failed harder.
+A served run also prints each arm's server counters (requests, retries, timeouts, preemptions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, EXIT_INCONCLUSIVE, EXIT_PASS
+
+
+def exit_code_with_findings(run_dir: Path, code: int, quiet: bool) -> int:
+    """`code` (the gate's) as the run's counters leave it; each finding is one line on stderr."""
+    from kvgate.runner.isolation import isolation_violations
+    from kvgate.runner.lossless import lossless_defects, server_summary
+
+    if not quiet:
+        for line in server_summary(run_dir):
+            click.echo(f"kvgate: server: {line}", err=True)
+    violations = isolation_violations(run_dir)
+    for violation in violations:
+        click.echo(f"kvgate: error: isolation: {violation}", err=True)
+    defects = lossless_defects(run_dir)
+    for defect in defects:
+        click.echo(f"kvgate: defect: {defect}", err=True)
+    if violations:
+        return EXIT_ENGINE_ERROR
+    return EXIT_GATE_FAILED if defects and code in (EXIT_PASS, EXIT_INCONCLUSIVE) else code
