@@ -48,6 +48,7 @@ class Generation:
 
     @staticmethod
     def timeout(case: Case, seconds: float, latency_s: float) -> Generation:
+        """`case` ran past the per-case limit of `seconds` (after `latency_s`); its output is dropped."""
         n = case.n_prompt_tokens or 0
         message = f"no answer within the per-case limit of {seconds:g} s"
         return Generation("", (), n, 0, 0, latency_s, latency_s, None, None, message, timed_out=True)

@@ -10,7 +10,8 @@ of cases, so the same fault at the same seed hits the same cases in every arm:
   longest prefix (a reused entry that should not have matched);
 - error_rate: the engine fails on the case;
 - salt_leak: sessions share one prefix store across namespaces, so cache hits show where none may;
-- latency_s: added to every case (at most MAX_LATENCY_S, 60 s);
+- latency_s: added to every case (at most MAX_LATENCY_S, 60 s); with `-E timeout_s=S` below it, the
+  case waits S seconds and is stored as a timeout;
 - crash_after: the session raises after generating this many cases (a crashed engine, not a per-case
   error; a resumed run gets that many more cases done per session);
 - exit_after: the process running the session ends at once (exit code 137, as if killed) when it is
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.case_timeout import check_timeout
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
 from kvgate.treatments.spec import Eviction, Treatment
@@ -95,6 +97,7 @@ class FakeSession:
     """One arm's session: its own prefix store (its namespace), shared only under salt_leak."""
 
     setup: ArmSetup
+    timeout_s: float | None = None
     store: dict[tuple[int, ...], str] = field(default_factory=dict)
     previous: str = "nothing"
     generated: int = 0
@@ -113,7 +116,11 @@ class FakeSession:
         faults = self.setup.faults
         seed = int(faults.get("seed", 0))
         start = time.perf_counter()
-        time.sleep(float(faults.get("latency_s", 0.0)))
+        latency, limit = float(faults.get("latency_s", 0.0)), self.timeout_s
+        if limit is not None and latency > limit:
+            time.sleep(limit)
+            return Generation.timeout(case, limit, time.perf_counter() - start)
+        time.sleep(latency)
         if hits("error", float(faults.get("error_rate", 0.0)), seed, case.case_id):
             return Generation.failed(case, "planted engine error")
         prompt = tuple(case.prompt_token_ids or ())
@@ -174,14 +181,15 @@ def _longest_prefix(store: dict[tuple[int, ...], str], prompt: tuple[int, ...]) 
 
 
 class FakeEngine:
-    """The fake engine; `model` is recorded but never loaded. It takes no engine options."""
+    """The fake engine; `model` is recorded but never loaded. Its one option: `timeout_s`."""
 
     name = "fake"
 
-    def __init__(self, model: ModelSpec, **options: Any) -> None:
+    def __init__(self, model: ModelSpec, timeout_s: float | None = None, **options: Any) -> None:
         if options:
-            raise BadInput(f"engine 'fake' takes no -E options, got {', '.join(sorted(options))}")
+            raise BadInput(f"engine 'fake' takes only -E timeout_s, got {', '.join(sorted(options))}")
         self.model = model
+        self.timeout_s = check_timeout("fake", timeout_s)
 
     def refusal(self, treatment: Treatment) -> str | None:
         if any(isinstance(part, Eviction) and part.certificate for part in treatment.parts()):
@@ -189,11 +197,12 @@ class FakeEngine:
         return None
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"engine": "fake", "version": "2"}
+        limit = {"timeout_s": self.timeout_s} if self.timeout_s is not None else {}
+        return {"engine": "fake", "version": "2", **limit}
 
     def open(self, setup: ArmSetup) -> FakeSession:
         check_faults(setup.faults, f"faults of arm {setup.arm!r}")
-        return FakeSession(setup)
+        return FakeSession(setup, self.timeout_s)
 
     def close(self) -> None:
         _SHARED_STORE.clear()

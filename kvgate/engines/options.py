@@ -18,7 +18,7 @@ from kvgate.engines.vllm_args import ARM_KEYS
 from kvgate.errors import BadInput
 
 OWN_OPTIONS: dict[str, tuple[str, ...]] = {
-    "hf": ("device", "dtype", "reuse_cache_bytes", "threads"),
+    "hf": ("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s"),
     "vllm": ("dtype", "enforce_eager", "block_size", "offload_gib", "threads"),
     "server": (
         "command",
@@ -34,7 +34,7 @@ OWN_OPTIONS: dict[str, tuple[str, ...]] = {
         "block_size",
         "offload_gib",
     ),
-    "fake": (),
+    "fake": ("timeout_s",),
 }
 TAKES_VLLM_ARGS = ("vllm", "server")
 

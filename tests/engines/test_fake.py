@@ -124,5 +124,18 @@ def test_bad_faults_are_refused(engine: Engine, faults: dict[str, Any], message:
 
 
 def test_options_are_refused() -> None:
-    with pytest.raises(BadInput, match="engine 'fake' takes no -E options, got device"):
+    with pytest.raises(BadInput, match="engine 'fake' takes only -E timeout_s, got device"):
         create_engine("fake", resolve_model("smollm2-135m"), device="cuda")
+    for bad in (0, -1.0, float("nan"), "1", True):
+        with pytest.raises(BadInput, match="timeout_s must be a number of seconds"):
+            create_engine("fake", resolve_model("smollm2-135m"), timeout_s=bad)
+
+
+def test_a_case_past_the_time_limit_is_a_timeout(cases: tuple[Case, ...]) -> None:
+    engine = create_engine("fake", resolve_model("smollm2-135m"), timeout_s=0.01)
+    assert engine.fingerprint()["timeout_s"] == 0.01
+    slow, quick = engine.open(_setup(FP8, latency_s=0.05)), engine.open(_setup(FP8, latency_s=0.001))
+    (late,), (done,) = slow.generate(cases[:1]), quick.generate(cases[:1])
+    assert late.timed_out and late.output_token_ids == () and "0.01 s" in (late.error or "")
+    assert 0.01 <= late.latency_s < 0.05
+    assert not done.timed_out and done.error is None

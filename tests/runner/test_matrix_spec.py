@@ -73,12 +73,12 @@ def test_faults_need_the_fake_engine(kvgate: Invoke, smoke_workload: Path, tmp_p
     assert not (tmp_path / "runs").exists()
 
 
-def test_fake_engine_takes_no_options(kvgate: Invoke, smoke_workload: Path, tmp_path: Path) -> None:
+def test_fake_engine_takes_only_a_timeout(kvgate: Invoke, smoke_workload: Path, tmp_path: Path) -> None:
     result = kvgate(
         "run", "--engine", "fake", "-w", smoke_workload, "-E", "device=cuda", "-o", tmp_path / "r"
     )
     assert result.exit_code == 2
-    assert "engine 'fake' takes no -E options, got device" in result.stderr
+    assert "unknown fake engine option 'device' (-E); known: timeout_s" in result.stderr
 
 
 def test_batch_size_per_arm_reaches_the_engine(kvgate: Invoke, smoke_workload: Path, tmp_path: Path) -> None:
@@ -161,3 +161,16 @@ def test_shipped_matrices_parse_and_are_listed(kvgate: Invoke) -> None:
     for path in treatments_dir().glob("*.toml"):
         if path.stem not in ("catalog", "policy"):
             assert path.stem in result.stdout
+
+
+def test_a_timed_out_case_fails_its_arm_as_a_timeout(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path
+) -> None:
+    body = '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\n[faults.fp8-e4m3]\nlatency_s = 0.05\n'
+    matrix = write_matrix(tmp_path / "m.toml", body)
+    args = ["run", "--engine", "fake", "-w", smoke_workload, "-m", matrix, "-E", "timeout_s=0.01"]
+    result = kvgate(*args, "-o", tmp_path / "runs", "--quiet")
+    assert result.exit_code == 1, result.stderr  # every candidate case timed out: 24 of 24 fail
+    rows = stored_rows(only_run(tmp_path / "runs"))
+    assert {r["fail_kind"] for r in rows if r["arm"] == "fp8-e4m3"} == {"timeout"}
+    assert all(r["passed"] for r in rows if r["arm"] == "full")

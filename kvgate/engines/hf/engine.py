@@ -28,6 +28,7 @@ from typing import Any, Protocol, cast
 import torch
 
 from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.case_timeout import check_timeout
 from kvgate.engines.hf.cache_hooks import CacheHook, EvictHook, build_hooks, needs_queries
 from kvgate.engines.hf.certificate.observer import CertificateSettings, DecodeCertificate
 from kvgate.engines.hf.forward import forward_at
@@ -79,9 +80,11 @@ class HFEngine:
         dtype: str = "float32",
         reuse_cache_bytes: int = REUSE_CACHE_BYTES,
         threads: int | None = None,
+        timeout_s: float | None = None,
     ) -> None:
         """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
-        reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's)."""
+        reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's),
+        timeout_s (a case still decoding after it is stored as a timeout)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if dtype not in DTYPES:
@@ -92,6 +95,7 @@ class HFEngine:
             if not isinstance(threads, int) or threads < 1:
                 raise BadInput(f"hf engine: threads must be an integer ≥ 1, got {threads!r}")
             torch.set_num_threads(threads)
+        self.timeout_s = check_timeout("hf", timeout_s)
         folder = model_folder(model)
         self.model_spec = model
         self.device = torch.device(device)
@@ -140,6 +144,7 @@ class HFEngine:
             "attn_implementation": self.model.config._attn_implementation,
             "threads": torch.get_num_threads(),
             "machine": platform.machine(),
+            **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}),
         }
 
     def open(self, setup: ArmSetup) -> HFSession:
@@ -240,6 +245,9 @@ class HFSession:
                 logprobs.append(float(logp[token]))
                 if step + 1 == case.max_new_tokens:
                     break
+                limit = self.engine.timeout_s
+                if limit is not None and time.perf_counter() - start > limit:
+                    return Generation.timeout(case, limit, time.perf_counter() - start)
                 logits = forward_at(model, torch.tensor([[token]], device=ids.device), cache, n + step)
                 _appended(hooks, cache, 1)
         latency = time.perf_counter() - start

@@ -86,3 +86,15 @@ def test_reuse_then_fp8_then_offload_matches_fp8_alone(engine: Any, case: Case) 
     assert all(g.error is None for g in alone + combined)
     assert [g.n_cached_tokens > 0 for g in combined] == [False, True]
     assert [g.output_token_ids for g in combined] == [alone[0].output_token_ids] * 2
+
+
+def test_a_case_still_decoding_past_the_limit_is_a_timeout(engine: Any, case: Case) -> None:
+    full = engine.open(setup(Full("full"), "limit"))
+    (done,) = full.generate([case])
+    engine.timeout_s = 1e-6  # any case decoding more than one token runs past it
+    try:
+        (late,) = full.generate([case])
+    finally:
+        engine.timeout_s = None
+    assert len(done.output_token_ids) > 1 and done.error is None and not done.timed_out
+    assert late.timed_out and late.output_token_ids == () and "per-case limit" in (late.error or "")
