@@ -12,14 +12,13 @@ probes a fresh namespace itself). Any of these makes the run an error, not a res
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from kvgate.runner.manifest import read_manifest
 from kvgate.runner.store import read_results
@@ -59,7 +58,7 @@ def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, A
     if engine is None or engine.reuse_reads_own_prompt:
         return []
     reuse_arms = {a for a, info in manifest["arms"].items() if prefix_reuse_only(info["spec"])}
-    suspect = [r for r in rows if r["arm"] in reuse_arms and r["n_cached_tokens"] > 0]  # in stored order
+    suspect = [r for r in rows if r["arm"] in reuse_arms and r["n_cached_tokens"] > 0]
     if not suspect:
         return []
     from kvgate.runner.run import select_cases
@@ -86,14 +85,12 @@ def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, A
 def isolation_violations(run_dir: Path) -> list[str]:
     """One sentence per pass whose counters contradict its arm; empty when isolation held."""
     manifest = read_manifest(run_dir)
-    table = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "n_cached_tokens"])
-    table = table.append_column("hit", pc.greater(table["n_cached_tokens"], 0).cast(pa.int64()))
-    passes = table.group_by(["arm", "replicate", "attempt"]).aggregate([("hit", "sum"), ("hit", "count")])
+    rows = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "n_cached_tokens"]).to_pylist()
+    hits: dict[tuple[str, int, int], list[bool]] = defaultdict(list)
+    for row in rows:
+        hits[(row["arm"], row["replicate"], row["attempt"])].append(row["n_cached_tokens"] > 0)
     violations = []
-    for row in sorted(passes.to_pylist(), key=lambda r: (r["arm"], r["replicate"], r["attempt"])):
-        arm, replicate, attempt, hits, n = (
-            row["arm"], row["replicate"], row["attempt"], row["hit_sum"], row["hit_count"],
-        )  # fmt: skip
+    for (arm, replicate, attempt), flags in sorted(hits.items()):
         label = (
             arm
             + (f" (A/A replicate {replicate})" if replicate else "")
@@ -103,12 +100,13 @@ def isolation_violations(run_dir: Path) -> list[str]:
             violations.append(f"rows of arm {arm!r}, which the run's manifest does not name")
             continue
         reuse = "reuse" in spec_kinds(manifest["arms"][arm]["spec"])
-        if not reuse and hits:
+        if not reuse and any(flags):
             violations.append(
-                f"arm {label!r} reported cache hits in {hits} of {n} cases, "
+                f"arm {label!r} reported cache hits in {sum(flags)} of {len(flags)} cases, "
                 "but its namespace starts empty and it may not reuse: namespaces leak"
             )
-        elif reuse and attempt == 0 and n > 1 and not hits:
-            violations.append(f"reuse arm {label!r} reported no cache hits in {n} cases: it never reused")
-    rows = table.filter(pc.equal(table["hit"], 1)).drop_columns(["hit"]).to_pylist()
+        elif reuse and attempt == 0 and len(flags) > 1 and not any(flags):
+            violations.append(
+                f"reuse arm {label!r} reported no cache hits in {len(flags)} cases: it never reused"
+            )
     return violations + foreign_hits(run_dir, manifest, rows)
