@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from kvgate.runner.manifest import read_manifest
 from kvgate.runner.store import read_results
@@ -50,6 +51,21 @@ def prefix_reuse_only(spec: dict[str, Any]) -> bool:
     return bool(reuse) and all(p.get("mode", "prefix") == "prefix" for p in reuse)
 
 
+def _run_prompts(manifest: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """The run's case ids and prompt token ids. A run of every case reads the two columns alone (no
+    pandas, which `kvgate report` must not import); a `--limit` run selects its cases as it ran them."""
+    path = Path(manifest["workload_path"])
+    if manifest.get("limit") is None:
+        with pq.ParquetFile(path) as workload:
+            table = workload.read(columns=["case_id", "prompt_token_ids"], use_threads=False)
+        return table.column("case_id").to_pylist(), table.column("prompt_token_ids").to_pylist()
+    from kvgate.runner.run import select_cases
+    from kvgate.workload.schema import read_workload
+
+    cases = select_cases(read_workload(path), manifest.get("limit"))
+    return [c.case_id for c in cases], [c.prompt_token_ids for c in cases]
+
+
 def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
     """Reuse-arm rows that read more cached tokens than their prompt shares with any other prompt."""
     from kvgate.engines.registry import ENGINES
@@ -61,14 +77,10 @@ def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, A
     suspect = [r for r in rows if r["arm"] in reuse_arms and r["n_cached_tokens"] > 0]
     if not suspect:
         return []
-    from kvgate.runner.run import select_cases
-    from kvgate.workload.schema import read_workload
-
-    cases = select_cases(read_workload(Path(manifest["workload_path"])), manifest.get("limit"))
-    if any(c.prompt_token_ids is None for c in cases):
+    ids, prompts = _run_prompts(manifest)
+    if any(p is None for p in prompts):
         return []
-    shared = shared_prefixes([c.prompt_token_ids or () for c in cases])
-    allowed = dict(zip((c.case_id for c in cases), shared, strict=True))
+    allowed = dict(zip(ids, shared_prefixes(prompts), strict=True))
     over = [r for r in suspect if r["n_cached_tokens"] > allowed.get(r["case_id"], 0)]
     violations = []
     for arm in sorted({r["arm"] for r in over}):
