@@ -22,7 +22,7 @@ from kvgate.gate.feasibility import check_safe, check_winnable
 from kvgate.gate.policy import NO_CLUSTER, Policy, load_policy, parse_policy
 from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
 from kvgate.runner.lock import run_lock
-from kvgate.runner.manifest import MANIFEST, build_manifest, read_manifest
+from kvgate.runner.manifest import MANIFEST, build_manifest, read_manifest, stopped_before_it_began
 from kvgate.runner.run import (
     NoProgress,
     Progress,
@@ -159,19 +159,13 @@ def claim_new_run_dir(run_dir: Path) -> None:
         held = next(iter(run_dir.iterdir()), None)
     except OSError as exc:
         raise BadInput(f"cannot create the run directory {run_dir}: {exc.strerror or exc}") from None
-    if held is None or _stopped_before_it_began(run_dir):
+    if held is None or stopped_before_it_began(run_dir):
         return
     if (run_dir / MANIFEST).exists():
         raise BadInput(
             f"{run_dir} already holds a run: continue it with --resume {run_dir}, or name a new directory"
         )
     raise BadInput(f"{run_dir} is not empty: a new run needs an empty or new directory")
-
-
-def _stopped_before_it_began(run_dir: Path) -> bool:
-    """A run killed before its manifest: only its lock and an empty results folder (nothing generated)."""
-    names = {c.name for c in run_dir.iterdir()}
-    return names <= {".lock", "results"} and not any(run_dir.glob("results/*/*"))
 
 
 def run_job(

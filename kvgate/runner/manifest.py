@@ -148,8 +148,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             raise BadInput(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes: not a manifest")
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        started = (run_dir / ".lock").exists() and {c.name for c in run_dir.iterdir()} <= {".lock", "results"}
-        if started and not any(run_dir.glob("results/*/part-*.parquet")):
+        if stopped_before_it_began(run_dir):
             raise BadInput(
                 f"{run_dir} has no {MANIFEST}: the run was stopped before it began, so nothing was "
                 "generated; start it again with the same `kvgate run` command"
@@ -159,6 +158,17 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         raise BadInput(f"{path} is unreadable: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
     verify_manifest(manifest, str(path))
     return dict(manifest)
+
+
+def stopped_before_it_began(run_dir: Path) -> bool:
+    """A run killed before its manifest: only its lock and a results folder with no part (nothing
+    generated)."""
+    names = {c.name for c in run_dir.iterdir()}
+    return (
+        ".lock" in names
+        and names <= {".lock", "results"}
+        and not any(run_dir.glob("results/*/part-*.parquet"))
+    )
 
 
 def verify_manifest(manifest: Any, where: str) -> None:

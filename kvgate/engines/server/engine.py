@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.case_timeout import check_seconds
 from kvgate.engines.options import vllm_engine_arg_names
 from kvgate.engines.server.client import CompletionClient, Outcome, Request
 from kvgate.engines.server.endpoints import endpoint_for
@@ -494,6 +495,4 @@ def _installed(distribution: str) -> str | None:
 
 def _check_numbers(**values: Any) -> None:
     for key, value in values.items():
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not number or not 0 < value <= 86_400 or value != value:
-            raise BadInput(f"server engine: {key} must be a number of seconds in (0, 86400], got {value!r}")
+        check_seconds("server", key, value)
