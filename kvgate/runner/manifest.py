@@ -163,7 +163,10 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 def stopped_before_it_began(run_dir: Path) -> bool:
     """A run killed before its manifest: only its lock and a results folder with no part (nothing
     generated)."""
-    names = {c.name for c in run_dir.iterdir()}
+    try:
+        names = {c.name for c in run_dir.iterdir()}
+    except OSError:  # no such directory, or not one
+        return False
     return (
         ".lock" in names
         and names <= {".lock", "results"}
