@@ -2,7 +2,8 @@
 
 Every benchmark writes its section to `bench/results/<name>.json` ({"markdown", "data"}) and then
 re-renders `bench/RESULTS.md` from every section there, so a benchmark run alone (`--quick` or not)
-updates its own section and keeps the others.
+updates its own section and keeps the others. Figures measured by hand (long runs on the embedded
+model, with their commands) live beside them as `bench/results/<name>.md` and are kept the same way.
 """
 
 from __future__ import annotations
@@ -167,8 +168,13 @@ def write_section(name: str, markdown: str, data: dict[str, Any]) -> Path:
 
 
 def render_results() -> str:
-    """RESULTS.md from every stored section, in SECTION_ORDER, then any others by name."""
+    """RESULTS.md from every stored section (a benchmark's `.json`, a hand-measured `.md`), in
+    SECTION_ORDER, then any others by name."""
     sections = {p.stem: json.loads(p.read_text()) for p in sorted(RESULTS_DIR.glob("*.json"))}
+    for p in sorted(RESULTS_DIR.glob("*.md")):
+        if p.stem in sections:
+            raise SystemExit(f"bench/results has both {p.stem}.json and {p.stem}.md: keep one")
+        sections[p.stem] = {"markdown": p.read_text(encoding="utf-8").strip() + "\n"}
     order = [n for n in SECTION_ORDER if n in sections] + sorted(set(sections) - set(SECTION_ORDER))
     head = (
         "# kvgate benchmarks\n\n"

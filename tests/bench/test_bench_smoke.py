@@ -50,6 +50,17 @@ def test_sections_render_in_order_and_keep_the_others(results_dir: Path) -> None
     assert json.loads((results_dir / "results" / "growth.json").read_text())["data"] == {"y": 2}
 
 
+def test_hand_measured_sections_survive_a_benchmark_run(results_dir: Path) -> None:
+    (results_dir / "results").mkdir()
+    (results_dir / "results" / "sequential_real.md").write_text("## Measured by hand\n\n- 3 runs\n")
+    common.write_section("startup", "## Start-up\n", {"x": 1})
+    text = (results_dir / "RESULTS.md").read_text()
+    assert "## Measured by hand\n\n- 3 runs\n" in text and "## Start-up" in text
+    (results_dir / "results" / "startup.md").write_text("## Start-up by hand\n")
+    with pytest.raises(SystemExit, match=r"both startup\.json and startup\.md"):
+        common.render_results()
+
+
 def test_synthetic_run_is_a_run_the_report_reads(tmp_path: Path) -> None:
     from kvgate.report.model import build_report
 
