@@ -66,6 +66,7 @@ def _report(run_dir: Path) -> dict[str, Any]:
     result = CliRunner().invoke(cli, ["report", str(run_dir), "--format", "json"])
     data: dict[str, Any] = json.loads(result.stdout)
     data["run"].pop("created_at", None)
+    data["run"].pop("git_commit", None)  # a commit made while the test runs is not the runs' difference
     data["run"]["run_id"] = spec_hash_of_run_id(data["run"]["run_id"])  # each run is new; its spec is not
     for arm in data["arms"]:
         arm.pop("gains", None)  # timings
