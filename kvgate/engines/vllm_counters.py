@@ -27,8 +27,8 @@ def counter_contradiction(
             continue
         if not reuses and gen.n_cached_tokens > 0:
             return (
-                f"arm {arm!r} may not reuse KV, yet the engine served {gen.n_cached_tokens} prompt tokens of case "
-                f"{case.case_id} from its cache: prefix caching or the cache salt leaks"
+                f"arm {arm!r} may not reuse KV, yet the engine served {gen.n_cached_tokens} prompt tokens of "
+                f"case {case.case_id} from its cache: prefix caching or the cache salt leaks"
             )
         if reuses and gen.n_prompt_tokens > block_size and gen.n_cached_tokens == 0:
             return (
