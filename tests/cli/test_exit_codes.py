@@ -57,7 +57,15 @@ def test_ctrl_c_exits_130_naming_the_run_directory(smoke_workload: Path, tmp_pat
     )
     runs = tmp_path / "runs"
     argv = [*KVGATE, "run", "--engine", "fake", "-w", smoke_workload, "-m", matrix, "-o", runs, "--quiet"]
-    proc = subprocess.Popen(list(map(str, argv)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        list(map(str, argv)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A shell's background job (`make test &`) ignores SIGINT, and children inherit that; Ctrl-C
+        # reaches a terminal's foreground job with the default action, which is what this test means.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 30
     while not list(runs.glob("*/manifest.json")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
