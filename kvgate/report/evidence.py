@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kvgate.arrow_numpy import int64_array
 from kvgate.errors import BadInput
-from kvgate.report.arrow_numpy import int64_array
 from kvgate.report.numbers import finite, ratio
 from kvgate.report.run_data import CaseTable, RunRows
 

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
-from kvgate.report.arrow_numpy import int64_array, to_numpy
 from kvgate.runner.store import CERTIFICATE_COLUMNS, RESULT_SCHEMA, part_paths
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
@@ -254,16 +254,6 @@ def read_part(path: Path) -> pa.Table:
         raise BadInput(
             f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
         ) from None
-
-
-def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """(per-row index into the values, −1 for null; the values) of a dictionary column, all chunks at once."""
-    if column.num_chunks == 0:
-        return np.zeros(0, dtype=np.int64), []
-    unified = pa.table({"c": column}).unify_dictionaries()["c"]
-    values = [str(v) for v in unified.chunk(0).dictionary.to_pylist()]
-    indices = pa.chunked_array([chunk.indices for chunk in unified.chunks], type=unified.type.index_type)
-    return to_numpy(indices, -1, np.int64), values
 
 
 def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.ndarray:

@@ -12,7 +12,6 @@ probes a fresh namespace itself). Any of these makes the run an error, not a res
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.runner.manifest import read_manifest
 from kvgate.runner.store import read_results
 
@@ -67,7 +67,8 @@ def _run_prompts(manifest: dict[str, Any]) -> tuple[list[str], list[Any]]:
 
 
 def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
-    """Reuse-arm rows that read more cached tokens than their prompt shares with any other prompt."""
+    """Reuse-arm rows (of `rows`, those with cache hits) that read more cached tokens than their prompt
+    shares with any other prompt."""
     from kvgate.engines.registry import ENGINES
 
     engine = ENGINES.get(str(manifest["engine"].get("engine")))
@@ -95,30 +96,48 @@ def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, A
 
 
 def isolation_violations(run_dir: Path) -> list[str]:
-    """One sentence per pass whose counters contradict its arm; empty when isolation held."""
+    """One sentence per pass whose counters contradict its arm; empty when isolation held.
+
+    Counted over all rows at once (numpy over the columns, no per-row Python): `kvgate report` runs
+    this on every report, a million rows included."""
     manifest = read_manifest(run_dir)
-    rows = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "n_cached_tokens"]).to_pylist()
-    hits: dict[tuple[str, int, int], list[bool]] = defaultdict(list)
-    for row in rows:
-        hits[(row["arm"], row["replicate"], row["attempt"])].append(row["n_cached_tokens"] > 0)
-    violations = []
-    for (arm, replicate, attempt), flags in sorted(hits.items()):
-        label = (
-            arm
-            + (f" (A/A replicate {replicate})" if replicate else "")
-            + (f" rerun {attempt}" if attempt else "")
+    table = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "n_cached_tokens"])
+    arm_codes, arm_names = dictionary_codes(table["arm"])
+    replicate = to_numpy(table["replicate"], 0, np.int64)
+    attempt = to_numpy(table["attempt"], 0, np.int64)
+    hit = to_numpy(table["n_cached_tokens"], 0, np.int64) > 0
+    # One int64 key per pass: (arm, replicate, attempt), each shifted to start at 0 (a null arm is −1).
+    columns = [arm_codes, replicate, attempt]
+    lows = [int(c.min()) if c.size else 0 for c in columns]
+    spans = [int(c.max()) - low + 1 if c.size else 1 for c, low in zip(columns, lows, strict=True)]
+    key = ((arm_codes - lows[0]) * spans[1] + (replicate - lows[1])) * spans[2] + (attempt - lows[2])
+    passes, group = np.unique(key, return_inverse=True)
+    n_rows = np.bincount(group, minlength=len(passes))
+    n_hits = np.bincount(group, weights=hit, minlength=len(passes)).astype(np.int64)
+    names = [*arm_names, None]  # code −1: a row with no arm
+    counted = sorted(
+        (
+            str(names[k // (spans[1] * spans[2]) + lows[0]]),
+            k // spans[2] % spans[1] + lows[1],
+            k % spans[2] + lows[2],
+            int(n_rows[i]),
+            int(n_hits[i]),
         )
+        for i, k in enumerate(passes.tolist())
+    )
+    violations = []
+    for arm, rep, att, rows, hits in counted:
+        label = arm + (f" (A/A replicate {rep})" if rep else "") + (f" rerun {att}" if att else "")
         if arm not in manifest["arms"]:
             violations.append(f"rows of arm {arm!r}, which the run's manifest does not name")
             continue
         reuse = "reuse" in spec_kinds(manifest["arms"][arm]["spec"])
-        if not reuse and any(flags):
+        if not reuse and hits:
             violations.append(
-                f"arm {label!r} reported cache hits in {sum(flags)} of {len(flags)} cases, "
+                f"arm {label!r} reported cache hits in {hits} of {rows} cases, "
                 "but its namespace starts empty and it may not reuse: namespaces leak"
             )
-        elif reuse and attempt == 0 and len(flags) > 1 and not any(flags):
-            violations.append(
-                f"reuse arm {label!r} reported no cache hits in {len(flags)} cases: it never reused"
-            )
-    return violations + foreign_hits(run_dir, manifest, rows)
+        elif reuse and att == 0 and rows > 1 and not hits:
+            violations.append(f"reuse arm {label!r} reported no cache hits in {rows} cases: it never reused")
+    suspect = table.take(int64_array(np.flatnonzero(hit))).to_pylist()
+    return violations + foreign_hits(run_dir, manifest, suspect)

@@ -2,7 +2,8 @@
 
 pyarrow's own conversions (`Array.to_numpy`, `pa.array(ndarray)`, `pa.scalar`) import pandas on first
 use to check for pandas objects, which costs more CPU than building a million-row report; these helpers
-read and write the buffers directly, so the report never imports pandas.
+read and write the buffers directly, so the report (and the isolation check it runs) never imports
+pandas.
 """
 
 from __future__ import annotations
@@ -46,3 +47,16 @@ def int64_array(values: np.ndarray) -> pa.Array:
     """A numpy integer array as an Arrow int64 array (no nulls)."""
     data = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """(per-row index into the values, −1 for null; the values) of a dictionary or string column, all
+    chunks at once."""
+    if column.num_chunks == 0:
+        return np.zeros(0, dtype=np.int64), []
+    if not pa.types.is_dictionary(column.type):
+        column = column.dictionary_encode()
+    unified = pa.table({"c": column}).unify_dictionaries()["c"]
+    values = [str(v) for v in unified.chunk(0).dictionary.to_pylist()]
+    indices = pa.chunked_array([chunk.indices for chunk in unified.chunks], type=unified.type.index_type)
+    return to_numpy(indices, -1, np.int64), values
