@@ -106,24 +106,18 @@ def isolation_violations(run_dir: Path) -> list[str]:
     replicate = to_numpy(table["replicate"], 0, np.int64)
     attempt = to_numpy(table["attempt"], 0, np.int64)
     hit = to_numpy(table["n_cached_tokens"], 0, np.int64) > 0
-    # One int64 key per pass: (arm, replicate, attempt), each shifted to start at 0 (a null arm is −1).
+    # One int64 key per pass (arm, replicate, attempt), each shifted to start at 0 (a null arm is −1).
     columns = [arm_codes, replicate, attempt]
     lows = [int(c.min()) if c.size else 0 for c in columns]
     spans = [int(c.max()) - low + 1 if c.size else 1 for c, low in zip(columns, lows, strict=True)]
     key = ((arm_codes - lows[0]) * spans[1] + (replicate - lows[1])) * spans[2] + (attempt - lows[2])
-    passes, group = np.unique(key, return_inverse=True)
-    n_rows = np.bincount(group, minlength=len(passes))
-    n_hits = np.bincount(group, weights=hit, minlength=len(passes)).astype(np.int64)
+    _, first, group = np.unique(key, return_index=True, return_inverse=True)
+    n_rows = np.bincount(group, minlength=len(first))
+    n_hits = np.bincount(group, weights=hit, minlength=len(first)).astype(np.int64)
     names = [*arm_names, None]  # code −1: a row with no arm
     counted = sorted(
-        (
-            str(names[k // (spans[1] * spans[2]) + lows[0]]),
-            k // spans[2] % spans[1] + lows[1],
-            k % spans[2] + lows[2],
-            int(n_rows[i]),
-            int(n_hits[i]),
-        )
-        for i, k in enumerate(passes.tolist())
+        (str(names[arm_codes[i]]), int(replicate[i]), int(attempt[i]), int(n_rows[g]), int(n_hits[g]))
+        for g, i in enumerate(first.tolist())
     )
     violations = []
     for arm, rep, att, rows, hits in counted:
