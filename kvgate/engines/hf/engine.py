@@ -118,6 +118,12 @@ class HFEngine:
                 return f"the hf engine does not apply {part.kind} treatments"
         if len(parts) > 1 and any(isinstance(p, Eviction) and p.certificate for p in parts):
             return "the attention-error certificate applies to an eviction arm alone, not in a composite"
+        if any(isinstance(p, Eviction) and p.certificate and p.scope == "context" for p in parts):
+            return (
+                "the attention-error certificate bounds decoding steps only, and with scope 'context' "
+                "the question and the first token are computed on the evicted cache, uncertified: "
+                "use scope 'prompt'"
+            )
         reuse = next((p for p in parts if isinstance(p, Reuse)), None)
         if reuse is None:
             return None

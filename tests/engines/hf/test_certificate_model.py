@@ -46,6 +46,13 @@ def test_the_certificate_is_refused_in_a_composite(engine: Any) -> None:
 
 
 @pytest.mark.model
+def test_the_certificate_is_refused_where_the_question_is_prefilled_after_eviction(engine: Any) -> None:
+    reason = engine.refusal(Eviction("e", scope="context", certificate=True)) or ""
+    assert "scope 'context'" in reason and "uncertified" in reason
+    assert engine.refusal(Eviction("e", scope="context")) is None
+
+
+@pytest.mark.model
 def test_replay_gives_every_cell_its_true_error_within_the_bound(engine: Any, cases: list[Case]) -> None:
     treatment = Eviction("s", method="streaming", ratio=0.5, certificate=True)
     (cells,) = replay(engine, treatment, cases[:1])
