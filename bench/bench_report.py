@@ -8,12 +8,20 @@ included); wall, CPU (user + system) and peak RSS come from `os.wait4`. The mach
 seconds are the steadier figure: on an idle machine the wall time is at most about the CPU time.
 The in-process `build_report` is profiled once, to show where the time goes.
 
-    .venv/bin/python bench/bench_report.py [--quick] [--repeat N] [--keep DIR]
+With `--against TREE` (a checkout of another kvgate commit, e.g. `git worktree add --detach /tmp/base
+<commit>`), every repetition also runs that tree's `kvgate report` on the same run (PYTHONPATH pointing
+at it), the two alternating and the order rotating, so a load swing on the shared machine hits both:
+the figure is the median of the per-repetition CPU ratios, and the two JSON reports must be
+byte-identical.
+
+    .venv/bin/python bench/bench_report.py [--quick] [--repeat N] [--keep DIR] [--against TREE]
 """
 
 from __future__ import annotations
 
 import argparse
+import filecmp
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="3 repetitions instead of 7")
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--keep", type=Path, default=None, help="synthesise into (or reuse) this folder")
+    parser.add_argument("--against", type=Path, default=None, help="another kvgate tree, run alternately")
     args = parser.parse_args(argv)
     repeat = args.repeat or (3 if args.quick else 7)
     load = common.load_average()
@@ -46,8 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         parts = sum(1 for _ in (run_dir / "results").glob("*/part-*.parquet"))
         argv_report = [common.KVGATE, "report", str(run_dir), "--format", "json", "-o", "/dev/null"]
         common.run_child(argv_report, 300)  # warm the page cache
-        children = [common.run_child(argv_report, 300) for _ in range(repeat)]
-        bad = [c for c in children if c.returncode not in (0, 1, 3, 4)]
+        if args.against is not None:
+            children, before = alternated(run_dir, args.against.resolve(), repeat, Path(tmp))
+        else:
+            children, before = [common.run_child(argv_report, 300) for _ in range(repeat)], []
+        bad = [c for c in children + before if c.returncode not in (0, 1, 3, 4)]
         if bad:
             raise SystemExit(f"kvgate report failed ({bad[0].returncode}): {common.last_line(bad[0].stderr)}")
         from kvgate.report.model import build_report
@@ -72,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- each wall s: {', '.join(f'{w:.2f}' for w in walls)}; "
         f"each CPU s: {', '.join(f'{c:.2f}' for c in cpus)}\n\n"
         + common.table(["", "median", "best", "target", "median vs target"], rows)
+        + (against_text(args.against, before, children) if before else "")
         + "\n\nWhere `build_report` spends its time in process (cProfile, one call):\n\n"
         + profile
         + "\n"
@@ -80,9 +93,54 @@ def main(argv: list[str] | None = None) -> int:
     common.write_section(
         "report_1m",
         text,
-        {"wall_s": walls, "cpu_s": cpus, "peak_rss_mib": rss, "rows": ARMS * CASES, "parts": parts},
-    )
+        {
+            "wall_s": walls, "cpu_s": cpus, "peak_rss_mib": rss, "rows": ARMS * CASES, "parts": parts,
+            "against_cpu_s": [c.cpu_s for c in before], "against_wall_s": [c.wall_s for c in before],
+        },
+    )  # fmt: skip
     return 0
+
+
+def alternated(
+    run_dir: Path, other: Path, repeat: int, tmp: Path
+) -> tuple[list[common.ChildRun], list[common.ChildRun]]:
+    """(this tree's runs, `other`'s runs): one of each per repetition, the order alternating; each
+    repetition's two JSON reports must be byte-identical."""
+    trees = {"this": common.REPO_ROOT, "other": other}
+    runs: dict[str, list[common.ChildRun]] = {"this": [], "other": []}
+    for i in range(repeat):
+        for side in ("this", "other") if i % 2 == 0 else ("other", "this"):
+            out = tmp / f"{side}.json"
+            argv = [common.KVGATE, "report", str(run_dir), "--format", "json", "-o", str(out)]
+            env = {"PYTHONPATH": str(trees[side])}
+            runs[side].append(common.run_child(argv, 300, env=env))
+        if not filecmp.cmp(tmp / "this.json", tmp / "other.json", shallow=False):
+            raise SystemExit(f"the two trees' JSON reports differ (repetition {i + 1})")
+    return runs["this"], runs["other"]
+
+
+def against_text(other: Path, before: list[common.ChildRun], after: list[common.ChildRun]) -> str:
+    """The side-by-side table: the other tree's CPU seconds against this one's, per repetition."""
+    ratios = [a.cpu_s / b.cpu_s for a, b in zip(after, before, strict=True)]
+    cpu_b, cpu_a = common.median([c.cpu_s for c in before]), common.median([c.cpu_s for c in after])
+    rows = [
+        ["CPU s (median)", f"{cpu_b:.2f}", f"{cpu_a:.2f}", f"{cpu_a / cpu_b:.3f}×"],
+        ["median of per-repetition CPU ratios", "", "", f"**{common.median(ratios):.3f}×**"],
+        ["each repetition: CPU s", ", ".join(f"{c.cpu_s:.2f}" for c in before),
+         ", ".join(f"{c.cpu_s:.2f}" for c in after), ", ".join(f"{r:.2f}" for r in ratios)],
+        ["wall s (median)", f"{common.median([c.wall_s for c in before]):.2f}",
+         f"{common.median([c.wall_s for c in after]):.2f}", ""],
+        ["peak RSS MiB (max)", f"{max(c.peak_rss_mib for c in before):.0f}",
+         f"{max(c.peak_rss_mib for c in after):.0f}", ""],
+    ]  # fmt: skip
+    git_argv = ["git", "-C", str(other), "rev-parse", "--short", "HEAD"]
+    git = subprocess.run(git_argv, capture_output=True, text=True, check=False)
+    rev = git.stdout.strip() or str(other)
+    return (
+        f"\n\nSide by side with kvgate at {rev} (`--against`), the two alternating in each repetition; "
+        "their JSON reports byte-identical in every repetition:\n\n"
+        + common.table(["", f"before ({rev})", "this tree", "this ÷ before"], rows)
+    )
 
 
 if __name__ == "__main__":

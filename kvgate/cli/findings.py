@@ -10,21 +10,28 @@ A served run also prints each arm's server counters (requests, retries, timeouts
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, EXIT_INCONCLUSIVE, EXIT_PASS
 
+if TYPE_CHECKING:
+    from kvgate.runner.isolation import PassCounters
 
-def exit_code_with_findings(run_dir: Path, code: int, quiet: bool) -> int:
-    """`code` (the gate's) as the run's counters leave it; each finding is one line on stderr."""
+
+def exit_code_with_findings(
+    run_dir: Path, code: int, quiet: bool, counters: PassCounters | None = None
+) -> int:
+    """`code` (the gate's) as the run's counters leave it; each finding is one line on stderr.
+    `counters`: the rows' cache counters when the caller has read them already (the report has)."""
     from kvgate.runner.isolation import isolation_violations
     from kvgate.runner.lossless import lossless_defects, server_summary
 
     if not quiet:
         for line in server_summary(run_dir):
             click.echo(f"kvgate: server: {line}", err=True)
-    violations = isolation_violations(run_dir)
+    violations = isolation_violations(run_dir, counters)
     for violation in violations:
         click.echo(f"kvgate: error: isolation: {violation}", err=True)
     defects = lossless_defects(run_dir)

@@ -107,7 +107,7 @@ def report(
     """
     from kvgate.cli.findings import exit_code_with_findings
     from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, BadInput
-    from kvgate.report.model import build_report
+    from kvgate.report.model import build_report, verified_report
 
     policy_text = None
     if policy is not None:
@@ -115,7 +115,7 @@ def report(
             policy_text = policy.read_text(encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot read policy {policy}: {exc.strerror or exc}") from None
-    data = build_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)
+    data, rows = verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)
     if data["policy"]["changed_reason"] and fmt != "table":
         click.echo(f"kvgate: policy changed after the run: {data['policy']['changed_reason']}", err=True)
     if compare is not None:
@@ -126,7 +126,7 @@ def report(
         )
         data["compare"] = compare_reports(data, baseline, allow_different)
     emit(data, fmt, output, junit_inconclusive)
-    code = exit_code_with_findings(run_dir, int(data["exit_code"]), quiet=False)
+    code = exit_code_with_findings(run_dir, int(data["exit_code"]), quiet=False, counters=rows.counters())
     if fail_on_regression and data.get("compare", {}).get("regressions") and code != EXIT_ENGINE_ERROR:
         ctx.exit(EXIT_GATE_FAILED)
     ctx.exit(code)

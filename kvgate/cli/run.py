@@ -204,11 +204,11 @@ def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:
     (`cli.findings`)."""
     from kvgate.cli.findings import exit_code_with_findings
     from kvgate.cli.report import emit
-    from kvgate.report.model import build_report
+    from kvgate.report.model import verified_report
 
-    report = build_report(run_dir)
+    report, rows = verified_report(run_dir)
     if not quiet:
         emit(report, "json" if as_json else "table", None)
         if not as_json:
             click.echo(f"results: {run_dir}", err=True)
-    return exit_code_with_findings(run_dir, int(report["exit_code"]), quiet)
+    return exit_code_with_findings(run_dir, int(report["exit_code"]), quiet, rows.counters())

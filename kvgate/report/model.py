@@ -12,7 +12,7 @@ fail, else error, else inconclusive, else pass), and its exit code is what CI br
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from kvgate.report.run_data import RunRows, read_cases
 from kvgate.report.sequential import schedule, sequential_arm_report
 from kvgate.report.slices import cluster_ids, slice_groups
 from kvgate.runner.manifest import read_manifest
+
+if TYPE_CHECKING:
+    from kvgate.runner.integrity import PartCheck
 
 SCHEMA = 3
 """Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
@@ -91,11 +94,23 @@ def build_report(
     policy_unsafe_reason: str | None = None,
 ) -> dict[str, Any]:
     """The report of the run in `run_dir`, gated on its declared policy (or a changed one, with a reason)."""
+    return verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)[0]
+
+
+def verified_report(
+    run_dir: Path,
+    policy_text: str | None = None,
+    policy_changed_reason: str | None = None,
+    policy_unsafe_reason: str | None = None,
+) -> tuple[dict[str, Any], RunRows]:
+    """`build_report`, and the rows it was built from (their counters feed the isolation check)."""
     manifest = read_manifest(run_dir)
     from kvgate.runner.integrity import verify_run
 
-    verify_run(run_dir, manifest)
-    return report_of(run_dir, manifest, policy_text, policy_changed_reason, policy_unsafe_reason)
+    check = verify_run(run_dir, manifest, parts=False)  # each part checked as RunRows reads it
+    return report_and_rows(
+        run_dir, manifest, policy_text, policy_changed_reason, policy_unsafe_reason, check=check
+    )
 
 
 def report_of(
@@ -109,12 +124,27 @@ def report_of(
     """The report from a manifest already read (and the run verified, or written by this process).
     `evidence`: read failing examples and gains (False: the decisions alone, as a sequential run's looks
     need them)."""
+    return report_and_rows(
+        run_dir, manifest, policy_text, policy_changed_reason, policy_unsafe_reason, evidence
+    )[0]
+
+
+def report_and_rows(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    policy_text: str | None = None,
+    policy_changed_reason: str | None = None,
+    policy_unsafe_reason: str | None = None,
+    evidence: bool = True,
+    check: PartCheck | None = None,
+) -> tuple[dict[str, Any], RunRows]:
+    """`report_of`, and the rows it read (each part checked by `check` as it is read, when given)."""
     policy, changed, unsafe_reason = resolve_policy(
         manifest, policy_text, policy_changed_reason, policy_unsafe_reason
     )
     cases = read_cases(manifest)
     control_name = manifest["matrix"]["control"]
-    rows = RunRows(run_dir, cases, list(manifest["arms"]))
+    rows = RunRows(run_dir, cases, list(manifest["arms"]), check)
     control = rows.arm_rows(control_name)
     replicate = rows.arm_rows(control_name, 1) if rows.has_replicate(control_name, 1) else None
     groups, notes = slice_groups(cases, policy)
@@ -146,7 +176,7 @@ def report_of(
     overall = combine(a["decision"] for a in arms)
     n_control = int(control.present.sum())
     passes = int((control.usable & control.passed).sum())
-    return {
+    report = {
         "schema": SCHEMA,
         "kvgate_version": __version__,
         "run": {k: manifest.get(k) for k in PROVENANCE} | {"kvgate_version": manifest.get("kvgate_version")},
@@ -166,6 +196,7 @@ def report_of(
         "decision": overall,
         "exit_code": EXIT_CODES[overall],
     }
+    return report, rows
 
 
 def cluster_notes(n_cases: int, clusters: np.ndarray, name: str) -> list[str]:

@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
+from kvgate.runner.integrity import PartCheck
+from kvgate.runner.isolation import PassCounters
 from kvgate.runner.store import CERTIFICATE_COLUMNS, RESULT_SCHEMA, part_paths
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
@@ -233,13 +235,20 @@ _EXPECTED_V1 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_COLU
 """Parts stored before the certificate columns: read with those columns null."""
 
 
-def read_part(path: Path) -> pa.Table:
+def read_part(path: Path, check: PartCheck | None = None) -> pa.Table:
     """The columns the report needs of one result part, their page checksums verified; a corrupt or
-    foreign part is a BadInput naming it."""
+    foreign part is a BadInput naming it. With `check` the part's bytes are read once, checked against
+    the run's index and binding (runner.integrity) and parsed from memory."""
     try:
+        source: Path | pa.BufferReader = path
+        if check is not None:
+            data = path.read_bytes()
+            source = pa.BufferReader(data)
         with pq.ParquetFile(
-            path, page_checksum_verification=True, read_dictionary=DICTIONARY_COLUMNS
+            source, page_checksum_verification=True, read_dictionary=DICTIONARY_COLUMNS
         ) as part:
+            if check is not None:
+                check(path, data, part.schema_arrow.metadata)
             schema = part.schema_arrow
             if not any(schema.equals(e, check_metadata=False) for e in (_EXPECTED, _EXPECTED_V1)):
                 raise BadInput(f"result part {path} does not have the result schema")
@@ -300,15 +309,19 @@ def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.
 class RunRows:
     """Every stored result row of a run, joined to case positions; dense views per arm on demand.
 
-    Parts are read in parallel threads (pyarrow releases the GIL), each with only the columns needed;
+    Parts are read in parallel threads (pyarrow releases the GIL), each with only the columns needed (and,
+    given the run's `PartCheck`, checked against its index entry and binding from the same bytes);
     every later step runs once over all rows: no per-part or per-row Python work beyond opening files.
     """
 
-    def __init__(self, run_dir: Path, cases: CaseTable, arm_names: list[str]) -> None:
+    def __init__(
+        self, run_dir: Path, cases: CaseTable, arm_names: list[str], check: PartCheck | None = None
+    ) -> None:
         paths = part_paths(run_dir)
         with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(read_part, paths))
+            parts = list(pool.map(lambda path: read_part(path, check), paths))
         self.n = cases.n
+        self.case_ids = cases.case_ids
         self.arm_names = arm_names
         self.run_dir = run_dir
         self.paths = paths
@@ -339,6 +352,17 @@ class RunRows:
         self.first_divergence, self.n_prompt_tokens = cols["first_divergence"], cols["n_prompt_tokens"]
         self.kv_kept, self.ttft, self.latency = cols["n_kv_entries_kept"], cols["ttft_s"], cols["latency_s"]
         self.bound_max, self.bound_mean = cols["certificate_bound_max"], cols["certificate_bound_mean"]
+
+    def counters(self) -> PassCounters:
+        """The rows' cache counters, for the isolation check (runner.isolation) without reading again."""
+        return PassCounters(
+            arm=self.arm,
+            arm_names=self.arm_names,
+            replicate=self.replicate,
+            attempt=self.attempt,
+            n_cached_tokens=self.cached,
+            case_id=lambda rows: self.case_ids.take(int64_array(self.case[rows])).to_pylist(),
+        )
 
     def first_attempts(self, arm: str, replicate: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(row indices, their case positions) of `arm`'s first attempts of `replicate`."""

@@ -3,12 +3,16 @@
 The manifest is verified as every read verifies it (shape, policy hash, run id; `read_manifest`). Here:
 the workload's rows are hashed again against the run's content hash; every live result part must be
 listed in the run's index with the same sha256 and be bound to this run and its arm; every listed part
-must exist. A run whose lock a writer holds and that still lacks rows is in progress: an EngineFailure
-(exit 4), no verdict. Anything else that differs is a one-line BadInput naming it (exit 2).
+must exist (`kvgate report` checks each part's sha256 and binding from the bytes it reads the part
+from, `PartCheck`, so every part is opened once). A run whose lock a writer holds and that still lacks
+rows is in progress: an EngineFailure (exit 4), no verdict. Anything else that differs is a one-line
+BadInput naming it (exit 2).
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +26,35 @@ from kvgate.runner.store import changed, check_bound, part_paths, results_dir
 from kvgate.workload.schema import stream_content_sha256
 
 
-def verify_run(run_dir: Path, manifest: dict[str, Any]) -> None:
-    """Refuse a run in progress (exit 4) or one whose workload or results changed (exit 2)."""
+@dataclass(frozen=True)
+class PartCheck:
+    """What a live part must match: its sha256 in the run's index, and a binding to this run and the arm
+    whose folder holds it. A reader that has the part's bytes and metadata checks them here, so that
+    verifying and reading a part open it once (`kvgate report` does)."""
+
+    results: Path
+    run_id: str
+    listed: dict[str, Any]
+
+    def __call__(self, path: Path, data: bytes, metadata: dict[bytes, bytes] | None) -> None:
+        if hashlib.sha256(data).hexdigest() != self.listed[key_of(self.results, path)]["sha256"]:
+            changed(path)
+        check_bound(path, read_binding(metadata), self.run_id, path.parent.name)
+
+
+def verify_run(run_dir: Path, manifest: dict[str, Any], parts: bool = True) -> PartCheck:
+    """Refuse a run in progress (exit 4) or one whose workload or results changed (exit 2).
+
+    `parts` False leaves each live part's checksum and binding to the reader, which passes its bytes to
+    the PartCheck returned (the listing is checked here either way: no part unlisted, none missing)."""
     results = results_dir(run_dir)
     listed = read_index(results)
     if lock_held(run_dir):
         _refuse_if_incomplete(run_dir, manifest, listed)
     _verify_workload(manifest)
-    _verify_parts(run_dir, manifest["run_id"], listed)
+    check = PartCheck(results, manifest["run_id"], listed)
+    _verify_parts(run_dir, check, parts)
+    return check
 
 
 def expected_rows(manifest: dict[str, Any]) -> dict[str, int]:
@@ -66,22 +91,20 @@ def _verify_workload(manifest: dict[str, Any]) -> None:
         raise BadInput(f"workload {path} changed since run {manifest['run_id']} (content sha256 differs)")
 
 
-def _verify_parts(run_dir: Path, run_id: str, listed: dict[str, Any]) -> None:
-    results = results_dir(run_dir)
+def _verify_parts(run_dir: Path, check: PartCheck, read_parts: bool) -> None:
+    """Every live part listed and every listed part live; with `read_parts`, each one's sha256 and
+    binding too (else the reader checks those)."""
+    results, listed = check.results, check.listed
     index = results / INDEX
     live = part_paths(run_dir)
     if live and not index.exists():
         raise BadInput(f"run {run_dir} has result parts but no {index}: it was removed")
     for path in live:
-        key = key_of(results, path)
-        if key not in listed:
+        if key_of(results, path) not in listed:
             raise BadInput(
                 f"result part {path} is not in {index}: it was added after the run "
                 f"(or a crash left it: `kvgate run --resume {run_dir}` verifies and lists it)"
             )
-        if file_sha256(path) != listed[key]["sha256"]:
-            changed(path)
-        check_bound(path, read_binding(_metadata(path)), run_id, path.parent.name)
     present = {key_of(results, p) for p in live}
     gone = sorted(k for k in listed if k not in present)
     if gone:
@@ -89,6 +112,10 @@ def _verify_parts(run_dir: Path, run_id: str, listed: dict[str, Any]) -> None:
             f"result part {results / gone[0]} listed in {index} is missing: it was deleted "
             f"(`kvgate run --resume {run_dir}` regenerates its rows)"
         )
+    for path in live if read_parts else []:
+        if file_sha256(path) != listed[key_of(results, path)]["sha256"]:
+            changed(path)
+        check_bound(path, read_binding(_metadata(path)), check.run_id, path.parent.name)
 
 
 def _metadata(path: Path) -> dict[bytes, bytes] | None:

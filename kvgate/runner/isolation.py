@@ -12,7 +12,8 @@ probes a fresh namespace itself). Any of these makes the run an error, not a res
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -95,26 +96,54 @@ def foreign_hits(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, A
     return violations
 
 
-def isolation_violations(run_dir: Path) -> list[str]:
+@dataclass(frozen=True)
+class PassCounters:
+    """The stored rows' cache counters, one entry per row in store order (what isolation is counted from).
+
+    `arm` indexes `arm_names` (−1: a row with no arm); `case_id(rows)` gives the case ids of the rows at
+    the indices `rows` (only the rows with cache hits are ever asked for)."""
+
+    arm: np.ndarray
+    arm_names: list[str]
+    replicate: np.ndarray
+    attempt: np.ndarray
+    n_cached_tokens: np.ndarray
+    case_id: Callable[[np.ndarray], list[str]]
+
+
+def stored_counters(run_dir: Path) -> PassCounters:
+    """The counters of every stored row of the run, read from its parts."""
+    table = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "n_cached_tokens"])
+    arm_codes, arm_names = dictionary_codes(table["arm"])
+    return PassCounters(
+        arm=arm_codes,
+        arm_names=arm_names,
+        replicate=to_numpy(table["replicate"], 0, np.int64),
+        attempt=to_numpy(table["attempt"], 0, np.int64),
+        n_cached_tokens=to_numpy(table["n_cached_tokens"], 0, np.int64),
+        case_id=lambda rows: table["case_id"].take(int64_array(rows)).to_pylist(),
+    )
+
+
+def isolation_violations(run_dir: Path, counters: PassCounters | None = None) -> list[str]:
     """One sentence per pass whose counters contradict its arm; empty when isolation held.
 
     Counted over all rows at once (numpy over the columns, no per-row Python): `kvgate report` runs
-    this on every report, a million rows included."""
+    this on every report, a million rows included, from the columns it has read already (`counters`);
+    without them the run's parts are read."""
     manifest = read_manifest(run_dir)
-    table = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "n_cached_tokens"])
-    arm_codes, arm_names = dictionary_codes(table["arm"])
-    replicate = to_numpy(table["replicate"], 0, np.int64)
-    attempt = to_numpy(table["attempt"], 0, np.int64)
-    hit = to_numpy(table["n_cached_tokens"], 0, np.int64) > 0
+    c = counters if counters is not None else stored_counters(run_dir)
+    arm_codes, replicate, attempt = c.arm, c.replicate, c.attempt
+    hit = c.n_cached_tokens > 0
     # One int64 key per pass (arm, replicate, attempt), each shifted to start at 0 (a null arm is −1).
     columns = [arm_codes, replicate, attempt]
-    lows = [int(c.min()) if c.size else 0 for c in columns]
-    spans = [int(c.max()) - low + 1 if c.size else 1 for c, low in zip(columns, lows, strict=True)]
+    lows = [int(col.min()) if col.size else 0 for col in columns]
+    spans = [int(col.max()) - low + 1 if col.size else 1 for col, low in zip(columns, lows, strict=True)]
     key = ((arm_codes - lows[0]) * spans[1] + (replicate - lows[1])) * spans[2] + (attempt - lows[2])
     _, first, group = np.unique(key, return_index=True, return_inverse=True)
     n_rows = np.bincount(group, minlength=len(first))
     n_hits = np.bincount(group, weights=hit, minlength=len(first)).astype(np.int64)
-    names = [*arm_names, None]  # code −1: a row with no arm
+    names = [*c.arm_names, None]  # code −1: a row with no arm
     counted = sorted(
         (str(names[arm_codes[i]]), int(replicate[i]), int(attempt[i]), int(n_rows[g]), int(n_hits[g]))
         for g, i in enumerate(first.tolist())
@@ -133,5 +162,11 @@ def isolation_violations(run_dir: Path) -> list[str]:
             )
         elif reuse and att == 0 and rows > 1 and not hits:
             violations.append(f"reuse arm {label!r} reported no cache hits in {rows} cases: it never reused")
-    suspect = table.take(int64_array(np.flatnonzero(hit))).to_pylist()
+    at = np.flatnonzero(hit)
+    suspect = [
+        {"case_id": case_id, "arm": names[code], "n_cached_tokens": int(cached)}
+        for case_id, code, cached in zip(
+            c.case_id(at), arm_codes[at].tolist(), c.n_cached_tokens[at].tolist(), strict=True
+        )
+    ]
     return violations + foreign_hits(run_dir, manifest, suspect)

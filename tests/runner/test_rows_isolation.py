@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from runner_support import Invoke, only_run, stored_rows, write_matrix
 
 RESULT_COLUMNS = {
@@ -147,3 +148,34 @@ def test_shared_prefixes_against_a_pairwise_scan() -> None:
         max((lcp(p, q) for j, q in enumerate(prompts) if j != i), default=0) for i, p in enumerate(prompts)
     ]
     assert shared_prefixes(prompts) == brute
+
+
+LEAKS = {
+    "clean": TWO_CANDIDATES,
+    "candidate leak": TWO_CANDIDATES + "[faults.fp8-e4m3]\nsalt_leak = true\n",
+    "control leak": (
+        '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\n[faults.full]\nsalt_leak = true\n'
+    ),
+    "reuse from another namespace": (
+        '[matrix]\ncontrol = "full"\ncandidates = ["span-reuse", "prefix-reuse"]\n'
+        "[faults.prefix-reuse]\nsalt_leak = true\n[faults.span-reuse]\nsalt_leak = true\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LEAKS))
+def test_isolation_from_the_reports_rows_equals_reading_the_parts(
+    kvgate: Invoke, smoke_workload: Path, tmp_path: Path, name: str
+) -> None:
+    """The report counts isolation from the columns it has read; the sentences are the same as when the
+    parts are read again for it."""
+    from kvgate.report.run_data import RunRows, read_cases
+    from kvgate.runner.isolation import isolation_violations
+    from kvgate.runner.manifest import read_manifest
+
+    _, _, run_dir = _run(kvgate, smoke_workload, tmp_path, LEAKS[name], "--quiet")
+    manifest = read_manifest(run_dir)
+    rows = RunRows(run_dir, read_cases(manifest), list(manifest["arms"]))
+    from_parts = isolation_violations(run_dir)
+    assert isolation_violations(run_dir, rows.counters()) == from_parts
+    assert bool(from_parts) == (name != "clean")
