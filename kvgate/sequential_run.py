@@ -1,7 +1,9 @@
 """Generating a sequential run look by look (gate.sequential, report.sequential).
 
 Each look adds the next block of cases in the run's order: the control (and its A/A replicate) first,
-then every candidate whose verdict is still open. After the block the report is built from the stored
+then every candidate whose verdict is still open. Before the candidates of each look, a critical slice
+that cannot pass even if every case the control has yet to generate passes is refused
+(runner.control_check). After the block the report is built from the stored
 rows, as `kvgate report` builds it; an arm whose verdict is final generates nothing more, and the control
 stops with the last open candidate. Confirm-reruns follow for the cases generated. Everything a look
 decides is a function of the stored rows and the manifest, so a resumed run skips the rows it has and
@@ -17,6 +19,7 @@ from kvgate.report.model import report_of
 from kvgate.report.run_data import read_cases
 from kvgate.report.sequential import run_order
 from kvgate.report.slices import slice_groups
+from kvgate.runner.control_check import refuse_unwinnable_on_control
 from kvgate.runner.passes import ArmRun
 from kvgate.runner.run import RunContext, run_pass, run_reruns
 from kvgate.runner.store import stored_keys
@@ -46,6 +49,7 @@ def execute_sequential(ctx: RunContext) -> None:
         block = tuple(ctx.cases[int(i)] for i in order[start:end])
         start = int(end)
         run_pass(ctx, ArmRun(ctx.matrix.control, 0, 0, block))
+        refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix.control.name, ctx.cases, ctx.policy)
         if ctx.matrix.aa_replicate:
             run_pass(ctx, ArmRun(ctx.matrix.control, 1, 0, block))
         ctx.control_tokens = None  # the control's tokens for this block: read again

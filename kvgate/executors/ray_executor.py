@@ -23,6 +23,7 @@ from kvgate.executors.ray_pool import Worker, WorkerPool
 from kvgate.executors.row_sink import RowSink
 from kvgate.executors.units import WorkUnit, plan_units
 from kvgate.models import ModelSpec
+from kvgate.runner.control_check import refuse_unwinnable_on_control
 from kvgate.runner.hardware import run_kinds
 from kvgate.runner.manifest import write_manifest
 from kvgate.runner.passes import ArmRun, candidate_only_failures, first_passes, rerun_pass
@@ -149,6 +150,7 @@ class RayExecutor:
         try:
             passes = first_passes(ctx.matrix, ctx.cases)
             self._phase(ctx, dispatcher, target, passes[:1], "control")
+            refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix.control.name, ctx.cases, ctx.policy)
             ctx.control_tokens = None
             self._phase(ctx, dispatcher, target, passes[1:], "candidates")
             reruns = []

@@ -9,6 +9,7 @@
     aa_margin = 0.0            # a FAIL needs CFR − A/A CFR above this, and the difference significant
     cluster = "prefix_group"   # cases that share it are one cluster (or "none", or a slice column)
     allow_unwinnable = false   # let a critical slice too small to ever pass through the pre-run check
+    expected_control_pass_rate = 0.6  # the pre-run check counts cases × this (default: every case)
     sequential = false         # look every `look_every` cases and stop an arm once its verdict is final
     look_every = 100           # cases per look (gate.sequential)
     spending_power = 2.0       # α spent by look j: α·(t_j^ρ − t_{j−1}^ρ), t = share of cases seen
@@ -77,6 +78,7 @@ class Policy:
     sequential: bool = False
     look_every: int = 100
     spending_power: float = 2.0
+    expected_control_pass_rate: float | None = None
     text: str = ""
 
     def __post_init__(self) -> None:
@@ -104,6 +106,9 @@ class Policy:
         rho = self.spending_power
         if not isinstance(rho, int | float) or isinstance(rho, bool) or not 0.5 <= rho <= 10:
             raise BadInput(f"policy spending_power must be in [0.5, 10], got {rho!r}")
+        rate = self.expected_control_pass_rate
+        if rate is not None and (not _is_rate(rate) or rate == 0):
+            raise BadInput(f"policy expected_control_pass_rate must be in (0, 1], got {rate!r}")
         if not isinstance(self.cluster, str) or not _COLUMN.match(self.cluster):
             raise BadInput(f"policy cluster must be 'prefix_group', 'none' or a column, got {self.cluster!r}")
         for name in (*self.critical, *self.slice_tau):
@@ -144,7 +149,7 @@ def parse_policy(text: str, where: str) -> Policy:
     allowed = {
         "tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau",
         "signal_alpha", "aa_margin", "cluster", "allow_unwinnable", "sequential", "look_every",
-        "spending_power",
+        "spending_power", "expected_control_pass_rate",
     }  # fmt: skip
     check_keys(data, allowed, where)
     critical = data.get("critical", [])
@@ -169,6 +174,7 @@ def parse_policy(text: str, where: str) -> Policy:
             sequential=data.get("sequential", False),
             look_every=data.get("look_every", 100),
             spending_power=data.get("spending_power", 2.0),
+            expected_control_pass_rate=data.get("expected_control_pass_rate"),
             text=text,
         )
     except BadInput as exc:

@@ -19,8 +19,9 @@ from kvgate.engines.registry import engine_info
 from kvgate.errors import BadInput, RunInterrupted
 from kvgate.executors import executor_for
 from kvgate.gate.feasibility import check_safe, check_winnable
-from kvgate.gate.policy import NO_CLUSTER, Policy, load_policy, parse_policy
+from kvgate.gate.policy import Policy, load_policy, parse_policy
 from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
+from kvgate.runner.case_keys import case_labels, cluster_key
 from kvgate.runner.lock import run_lock
 from kvgate.runner.manifest import MANIFEST, build_manifest, read_manifest, stopped_before_it_began
 from kvgate.runner.run import (
@@ -34,7 +35,6 @@ from kvgate.runner.run import (
 )
 from kvgate.runner.store import reconcile, remove_superseded_parts, remove_temp_files
 from kvgate.treatments.matrix import Matrix, parse_matrix_text, resolve_matrix
-from kvgate.workload.case import Case
 from kvgate.workload.checks import check_validators
 from kvgate.workload.schema import read_workload
 
@@ -136,19 +136,6 @@ def _stored_matrix(stored: dict[str, Any], where: str) -> Matrix:
         )
     except BadInput as exc:
         raise BadInput(f"cannot resume: the matrix in {where} no longer resolves: {exc}") from None
-
-
-def case_labels(case: Case) -> dict[str, str]:
-    """The slice labels a policy's slice names match against: the case's slices and its task."""
-    return {**case.slices, "task": case.task}
-
-
-def cluster_key(case: Case, policy: Policy) -> str:
-    """What the gate counts the case's cluster as (report.slices.cluster_ids, from a Case)."""
-    if policy.cluster == NO_CLUSTER:
-        return case.case_id
-    value = case.prefix_group if policy.cluster == "prefix_group" else case.slices.get(policy.cluster)
-    return f"cluster:{value}" if value else case.case_id
 
 
 def claim_new_run_dir(run_dir: Path) -> None:

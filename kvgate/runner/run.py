@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from kvgate.engines.base import ArmSession, ArmSetup, Engine
 from kvgate.errors import BadInput, EngineFailure, KvgateError, TreatmentRefused
 from kvgate.gate.policy import Policy
+from kvgate.runner.control_check import refuse_unwinnable_on_control
 from kvgate.runner.manifest import MANIFEST, changed_identity, read_manifest, write_manifest
 from kvgate.runner.passes import (
     ArmRun,
@@ -108,9 +109,13 @@ def open_run(run_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def execute(ctx: RunContext) -> None:
-    """Generate every missing row of the run: first passes, then confirm-reruns."""
+    """Generate every missing row of the run: first passes, then confirm-reruns. After the control's
+    pass, a critical slice its passes cannot carry is refused before anything else generates."""
     ctx.done = stored_keys(ctx.run_dir)
-    for arm_run in first_passes(ctx.matrix, ctx.cases):
+    control, *others = first_passes(ctx.matrix, ctx.cases)
+    run_pass(ctx, control)
+    refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix.control.name, ctx.cases, ctx.policy)
+    for arm_run in others:
         run_pass(ctx, arm_run)
     run_reruns(ctx, ctx.matrix.candidates)
 

@@ -1,0 +1,19 @@
+"""What the gate's policy sees of a case before any report: its slice labels and its cluster key."""
+
+from __future__ import annotations
+
+from kvgate.gate.policy import NO_CLUSTER, Policy
+from kvgate.workload.case import Case
+
+
+def case_labels(case: Case) -> dict[str, str]:
+    """The slice labels a policy's slice names match against: the case's slices and its task."""
+    return {**case.slices, "task": case.task}
+
+
+def cluster_key(case: Case, policy: Policy) -> str:
+    """What the gate counts the case's cluster as (report.slices.cluster_ids, from a Case)."""
+    if policy.cluster == NO_CLUSTER:
+        return case.case_id
+    value = case.prefix_group if policy.cluster == "prefix_group" else case.slices.get(policy.cluster)
+    return f"cluster:{value}" if value else case.case_id

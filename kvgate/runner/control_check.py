@@ -1,0 +1,43 @@
+"""After the control's pass: refuse a critical slice whose control passes cannot carry a PASS.
+
+A slice's CFR is measured on the cases the control passes, so a critical slice with fewer control
+passes (in distinct clusters) than a zero-failure PASS needs, or fewer than `min_control_passes`, can
+only end inconclusive. The check (`gate.feasibility.check_control_winnable`) runs on the control's
+stored rows, before any candidate generates; a case the control has not generated yet (a sequential
+run's later looks) counts as a pass that may still come.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from kvgate.gate.feasibility import check_control_winnable
+from kvgate.gate.policy import Policy
+from kvgate.runner.case_keys import case_labels, cluster_key
+from kvgate.runner.store import read_results
+from kvgate.workload.case import Case
+
+
+def control_verdicts(run_dir: Path, control: str) -> dict[str, bool]:
+    """Case id → whether the control's first pass (replicate 0, attempt 0) passed it, for stored rows."""
+    table = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "passed"])
+    first = pc.and_(
+        pc.and_(pc.equal(table["arm"], control), pc.equal(table["replicate"], 0)),
+        pc.equal(table["attempt"], 0),
+    )
+    rows = table.filter(first)
+    return dict(zip(rows["case_id"].to_pylist(), rows["passed"].to_pylist(), strict=True))
+
+
+def refuse_unwinnable_on_control(run_dir: Path, control: str, cases: Sequence[Case], policy: Policy) -> None:
+    """BadInput (exit 2) naming the first critical slice the control's passes so far cannot carry."""
+    if policy.allow_unwinnable:
+        return
+    verdicts = control_verdicts(run_dir, control)
+    check_control_winnable(
+        policy,
+        ((case_labels(c), c.critical, cluster_key(c, policy), verdicts.get(c.case_id)) for c in cases),
+    )
