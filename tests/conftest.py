@@ -1,4 +1,8 @@
-"""Shared fixtures: small workloads frozen with the model-free tokenizer, and the embedded model.
+"""Shared fixtures: small workloads frozen with the model-free tokenizer, the embedded model, and the CLI.
+
+Tiers: a test that asks for the embedded model (`model_folder`, directly or through another fixture) is
+marked `model`; long Monte Carlo and end-to-end tests carry `slow`. `make test` runs everything;
+`make test-fast` (`pytest -m "not model and not slow"`) is the developer's quick tier.
 
 Every report the CLI renders during the tests, in this process or a child, is first checked against the
 report JSON's schema (KVGATE_CHECK_REPORT=1, kvgate.report.schema); set it to 0 to run without.
@@ -10,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from kvgate.report.schema import CHECK_ENV
 from kvgate.workload.freeze import freeze
@@ -33,3 +38,16 @@ def model_folder() -> Path:
     from kvgate.models import resolve_model
 
     return folder_of(resolve_model("smollm2-135m"))
+
+
+@pytest.fixture
+def cli_runner() -> CliRunner:
+    """Click's in-process runner for `kvgate` (stdout and stderr kept apart)."""
+    return CliRunner()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `model` every test that needs the embedded model, so `-m "not model"` leaves it out."""
+    for item in items:
+        if "model_folder" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.model)

@@ -26,6 +26,7 @@ from kvgate.cli import cli
 from kvgate.runner.passes import namespace
 
 ray = pytest.importorskip("ray")  # the `ray` extra (make setup installs it)
+pytestmark = pytest.mark.slow  # a Ray cluster and its workers start for the module
 
 ACCEPT = Path(__file__).parents[1] / "runner" / "data" / "accept.toml"
 CASES = 40

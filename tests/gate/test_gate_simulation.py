@@ -52,6 +52,7 @@ def independent_rates(
     return {"fails": float(arm_fail.mean()), "passes": float(arm_pass.mean())}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ruler", "ruler-1500"])
 def test_default_policy_error_rates_reproduced_independently(workloads: Workloads, name: str) -> None:
     policy = load_policy(None)
@@ -70,6 +71,7 @@ def test_default_policy_error_rates_reproduced_independently(workloads: Workload
             assert abs(mine - ref[key]) <= tol, (name, cfr, key, mine, ref[key])
 
 
+@pytest.mark.slow
 def test_clustered_defects_are_covered_only_with_clusters(workloads: Workloads) -> None:
     cases = read_workload_cases(str(workloads["reuse"]))
     whole_groups = Scenario(defects="cluster")
@@ -81,6 +83,7 @@ def test_clustered_defects_are_covered_only_with_clusters(workloads: Workloads) 
     assert op.false_accept <= policy.alpha and op.false_fail <= policy.alpha
 
 
+@pytest.mark.slow
 def test_aa_noise_keeps_false_fails_within_alpha() -> None:
     policy = Policy()
     op = operating(Structure.single(300, policy), policy, runs=RUNS, seed=3, scenario=Scenario(aa_rate=0.03))

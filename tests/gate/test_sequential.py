@@ -48,6 +48,7 @@ def test_order_is_a_permutation_that_spreads_every_stratum() -> None:
     assert list(order) == list(stratified_order(strata, seed=7))
 
 
+@pytest.mark.slow
 def test_sequential_error_rates_and_price(workloads: Workloads) -> None:
     cases = read_workload_cases(str(workloads["ruler"]))
     fixed = Policy()
