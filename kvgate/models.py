@@ -85,6 +85,27 @@ def resolve_model(name_or_path: str) -> ModelSpec:
     raise unknown_name("model", name_or_path, list(MODELS))
 
 
+WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
+
+
+def check_model_folder(model: ModelSpec) -> None:
+    """BadInput naming what a local model folder lacks for an engine to load it (weights, tokenizer)."""
+    folder = model.folder
+    if folder is None:
+        return
+    missing = []
+    if not any(next(folder.glob(pattern), None) for pattern in WEIGHT_FILES):
+        missing.append(f"weights ({' or '.join(WEIGHT_FILES)})")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        missing.append(f"tokenizer ({' or '.join(TOKENIZER_FILES)})")
+    if missing:
+        raise BadInput(
+            f"model folder {folder} is not a model an engine can load: it has no {' and no '.join(missing)}; "
+            "name a Hugging Face model folder, a hub id or a known model (kvgate models)"
+        )
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:

@@ -137,6 +137,8 @@ def run(
     with tempfile.TemporaryDirectory(prefix="kvgate-arms-") as folder:
         if arms is not None:
             matrix = _arms_matrix(matrix, arms, resume, Path(folder))
+        if resume is None:
+            _refuse_incapable(engine, matrix)
         opts = RunOptions(
             workload=workload,
             matrix=matrix,
@@ -160,13 +162,23 @@ def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Pat
     """The matrix file of `--arms`: the matrix (or the default one) with only those candidates."""
     from kvgate.cli.arm_subset import parse_arms, subset_matrix
     from kvgate.errors import BadInput
-    from kvgate.runner.job import DEFAULT_MATRIX
+    from kvgate.treatments.matrix import DEFAULT_MATRIX
 
     if resume is not None:
         raise BadInput(
             "--arms cannot be combined with --resume: a resumed run keeps the arms it started with"
         )
     return subset_matrix(matrix or DEFAULT_MATRIX, parse_arms(arms), folder)
+
+
+def _refuse_incapable(engine: str | None, matrix: str | None) -> None:
+    """An arm the engine's table says it cannot run, refused before the heavy runner is imported."""
+    from kvgate.engines.capability import check_capable
+    from kvgate.engines.registry import DEFAULT_ENGINE, ENGINES
+    from kvgate.treatments.matrix import DEFAULT_MATRIX, resolve_matrix
+
+    if (engine or DEFAULT_ENGINE) in ENGINES:  # an unknown name is refused with "did you mean" later
+        check_capable(engine or DEFAULT_ENGINE, resolve_matrix(matrix or DEFAULT_MATRIX))
 
 
 def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool, verbose: bool) -> None:
@@ -178,14 +190,17 @@ def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool, verbo
 
     with engine_output_to_log(verbose) as log:
         announce = functools.partial(_announce, log, quiet or as_json or opts.resume is not None)
+        notice = functools.partial(_notice, log)
         if quiet or as_json:
             with stdout_to_stderr():
-                run_dir = run_job(opts, sequential=execute_sequential, announce=announce)
+                run_dir = run_job(opts, sequential=execute_sequential, announce=announce, notice=notice)
         else:
             from kvgate.cli.progress import progress_for_stderr
 
             with progress_for_stderr(log.terminal) as progress:
-                run_dir = run_job(opts, progress, sequential=execute_sequential, announce=announce)
+                run_dir = run_job(
+                    opts, progress, sequential=execute_sequential, announce=announce, notice=notice
+                )
     ctx.exit(_report(run_dir, as_json, quiet))
 
 
@@ -197,6 +212,11 @@ def _announce(log: EngineLog, silent: bool, run_dir: Path) -> None:
         print(
             f"kvgate: run {run_dir} (after an interruption: kvgate run --resume {run_dir})", file=log.terminal
         )
+
+
+def _notice(log: EngineLog, line: str) -> None:
+    """A choice kvgate made for the user (the default workload), on stderr whatever the flags."""
+    print(f"kvgate: {line}", file=log.terminal)
 
 
 def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:

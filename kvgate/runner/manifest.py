@@ -19,6 +19,7 @@ from typing import Any
 from kvgate import __version__
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.gate.policy import Policy
+from kvgate.gate.policy_diff import policy_changes
 from kvgate.paths import REPO_ROOT
 from kvgate.runner.hardware import check_pairing
 from kvgate.runner.manifest_schema import check_manifest_shape
@@ -202,6 +203,8 @@ def changed_identity(stored: dict[str, Any], current: dict[str, Any]) -> list[st
             for arm in sorted(set(old or {}) | set(new)):
                 if (old or {}).get(arm) != new.get(arm):
                     changed.append(f"arm {arm!r} ({_difference((old or {}).get(arm), new.get(arm))})")
+        elif key == "policy_sha256" and old != new and "policy_text" in stored:
+            changed.append(f"policy ({policy_changes(stored['policy_text'], current['policy_text'])})")
         elif old != new:
             changed.append(f"{LABELS.get(key, key)} ({_difference(old, new)})")
     return changed

@@ -47,6 +47,8 @@ MAX_CONCURRENCY = 1024
 """Most requests in flight (default or per arm) a matrix may ask for."""
 MAX_KV_BLOCKS = 1 << 24
 LOAD_KEYS = ("concurrency", "kv_blocks")
+DEFAULT_MATRIX = "default"
+"""The shipped matrix a run takes when none is named."""
 MATRIX_KEYS = {"control", "candidates", "aa_replicate", "confirm_reruns", "batch_size", "seed", "description"}
 MATRIX_KEYS |= set(LOAD_KEYS)
 ARM_KEYS = {"batch_size", *LOAD_KEYS}

@@ -185,8 +185,31 @@ def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
     except FileNotFoundError:
         raise BadInput(f"workload {path} does not exist") from None
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
+        unfrozen = not_frozen(path)
+        if unfrozen:
+            raise BadInput(f"workload {path} is {unfrozen}") from None
         raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
     return parquet, read_meta(parquet, path)
+
+
+TRACE_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+
+def not_frozen(path: Path) -> str:
+    """What a trace or a suite given where a frozen workload belongs is, and what to do ("" for
+    anything else)."""
+    suffix = path.suffix.lower()
+    if suffix in TRACE_SUFFIXES:
+        return (
+            "a trace, not a frozen workload: freeze it first (a suite TOML with [[trace]] "
+            f'path = "{path.name}", then `kvgate freeze SUITE.toml --model MODEL -o WORKLOAD.parquet`)'
+        )
+    if suffix == ".toml":
+        return (
+            "a suite, not a frozen workload: freeze it first with "
+            f"`kvgate freeze {path} --model MODEL -o WORKLOAD.parquet` and pass that to -w"
+        )
+    return ""
 
 
 def _first_line(exc: BaseException) -> str:

@@ -82,5 +82,7 @@ def test_kvgate_run_keeps_an_engine_log(tmp_path: Path) -> None:
         [*argv, "--run-dir", str(tmp_path / "r")], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 3, done.stderr
-    assert done.stderr.startswith(f"kvgate: run {tmp_path / 'r'} (after an interruption: kvgate run --resume")
+    notice, announced = done.stderr.splitlines()[:2]
+    assert notice.startswith("kvgate: no -w given: gating the default suite 'smoke'")
+    assert announced.startswith(f"kvgate: run {tmp_path / 'r'} (after an interruption: kvgate run --resume")
     assert (tmp_path / "r" / "engine.log").is_file()

@@ -137,10 +137,12 @@ def test_driver_killed_then_resumed_gives_the_same_report(
     assert comparable(report.stdout) == comparable(reference[1])
 
 
+@pytest.mark.model
 def test_an_engine_the_cluster_cannot_hold_is_refused_before_waiting(
-    cluster: str, workload: Path, tmp_path: Path
+    cluster: str, model_folder: Path, tmp_path: Path
 ) -> None:
-    runs = tmp_path / "runs"
+    runs, workload = tmp_path / "runs", tmp_path / "accept.parquet"
+    assert kvgate("freeze", ACCEPT, "-o", workload, "--limit", 2, "--model", "smollm2-135m").exit_code == 0
     args = ["run", "--engine", "hf", "-E", "device=cuda", "-w", workload, "-o", runs, "--executor", "ray"]
     result = kvgate(*args)
     assert result.exit_code == 2

@@ -103,7 +103,7 @@ def test_resume_refuses_a_changed_policy(kvgate: Invoke, finished: Path, tmp_pat
     policy.write_text("tau = 0.01\n")
     result = kvgate("run", "--resume", finished, "--policy", policy)
     assert result.exit_code == 2
-    assert "policy sha256 (" in result.stderr
+    assert "changed since it started: policy (tau: 0.05 → 0.01)" in result.stderr
 
 
 def test_resume_refuses_a_workload_refrozen_in_place(
