@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from kvgate.workload.case import Case
 
 
 @click.command()
@@ -35,6 +40,7 @@ def freeze(
             f"{check}: ok — {len(workload.cases)} cases, schema_version {workload.meta['schema_version']}, "
             f"tokenizer {workload.meta.get('tokenizer')}, sha256 {workload.sha256}"
         )
+        _show_clusters(workload.cases)
         return
     if not suites or output is None:
         raise BadInput("give one or more SUITE names and -o FILE (or --check FILE)")
@@ -53,3 +59,16 @@ def freeze(
         tok = HFPromptTokenizer.from_folder(model_folder(spec), spec.name)
     sha = freeze_suites(list(suites), output, tok, seed=seed, limit=limit)
     click.echo(f"wrote {output} (sha256 {sha})")
+    from kvgate.workload.schema import read_workload
+
+    _show_clusters(read_workload(output).cases)
+
+
+def _show_clusters(cases: Sequence[Case]) -> None:
+    """The workload's cluster structure on stdout; a warning on stderr per cluster over 20% of it."""
+    from kvgate.workload.clusters import cluster_structure, describe, warnings
+
+    structure = cluster_structure(cases)
+    click.echo(f"clusters: {describe(structure)}")
+    for line in warnings(structure):
+        click.echo(f"warning: {line}", err=True)
