@@ -52,7 +52,7 @@ def int64_array(values: np.ndarray) -> pa.Array:
 def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     """(per-row index into the values, −1 for null; the values) of a dictionary or string column, all
     chunks at once."""
-    if column.num_chunks == 0:
+    if len(column) == 0:
         return np.zeros(0, dtype=np.int64), []
     if not pa.types.is_dictionary(column.type):
         column = column.dictionary_encode()

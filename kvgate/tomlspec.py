@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from kvgate.bounded_file import check_depth, read_text
 from kvgate.errors import BadInput
 
 MAX_INT = 1 << 31
@@ -15,17 +16,14 @@ MAX_INT = 1 << 31
 MAX_TOML_BYTES = 1 << 24
 
 
-def load_toml(path: Path) -> dict[str, Any]:
-    """Parse `path`, turning a missing, unreadable or non-UTF-8 file or a syntax error into a one-line
-    BadInput."""
+def load_toml(path: Path, what: str = "spec") -> dict[str, Any]:
+    """Parse `path` (read by `bounded_file.read_text`: a regular UTF-8 file of at most MAX_TOML_BYTES),
+    turning a missing or unreadable file or a syntax error into a one-line BadInput; `what` names the
+    file's kind in errors."""
     try:
-        if path.stat().st_size > MAX_TOML_BYTES:
-            raise BadInput(f"{path}: larger than {MAX_TOML_BYTES} bytes; not a spec")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        text = read_text(path, MAX_TOML_BYTES, what)
+    except FileNotFoundError:
+        raise BadInput(f"{what} {path} does not exist; check the path") from None
     return parse_toml(text, str(path))
 
 
@@ -38,6 +36,7 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
         raise BadInput(f"{where}: invalid TOML: {exc}") from None
     except RecursionError:
         raise BadInput(f"{where}: nested too deeply") from None
+    check_depth(data, where)
     _check_values(data, where)
     return data
 

@@ -63,13 +63,11 @@ def subset(data: dict[str, Any], arms: list[str], where: str) -> dict[str, Any]:
 
 def subset_matrix(name_or_path: str, arms: list[str], folder: Path) -> str:
     """Write the matrix `name_or_path` cut down to `arms` into `folder`; returns the new file's path."""
+    from kvgate.tomlspec import parse_toml
+    from kvgate.treatments.matrix import read_matrix_text
+
     source = matrix_source(name_or_path)
-    try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInput(f"cannot read matrix {source}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"matrix {source} is not valid TOML: {exc}") from None
+    data = parse_toml(read_matrix_text(source), str(source))  # the reading path of every matrix
     cut = subset(data, arms, str(source))
     text = dumps(cut)
     if tomllib.loads(text) != cut:

@@ -106,15 +106,11 @@ def report(
     and a lossless arm that diverged under load fails the gate.
     """
     from kvgate.cli.findings import exit_code_with_findings
-    from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, BadInput
+    from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED
+    from kvgate.gate.policy import read_policy_text
     from kvgate.report.model import build_report, verified_report
 
-    policy_text = None
-    if policy is not None:
-        try:
-            policy_text = policy.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BadInput(f"cannot read policy {policy}: {exc.strerror or exc}") from None
+    policy_text = read_policy_text(policy) if policy is not None else None
     data, rows = verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)
     if data["policy"]["changed_reason"] and fmt != "table":
         click.echo(f"kvgate: policy changed after the run: {data['policy']['changed_reason']}", err=True)

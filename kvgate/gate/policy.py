@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from kvgate import shipped
+from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
-from kvgate.tomlspec import check_keys, parse_toml
+from kvgate.tomlspec import MAX_TOML_BYTES, check_keys, parse_toml
 
 RULES = ("upper_bound", "point")
 SPECIAL_SLICES = ("all", "critical")
@@ -183,8 +184,12 @@ def parse_policy(text: str, where: str) -> Policy:
 
 def load_policy(path: Path | None) -> Policy:
     path = path or shipped.default_policy()
+    return parse_policy(read_policy_text(path), str(path))
+
+
+def read_policy_text(path: Path) -> str:
+    """A policy file's text, read as every TOML spec is (`bounded_file.read_text`)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read policy {path}: {exc.strerror or exc}") from None
-    return parse_policy(text, str(path))
+        return read_text(path, MAX_TOML_BYTES, "policy")
+    except FileNotFoundError:
+        raise BadInput(f"policy {path} does not exist; check the path") from None

@@ -48,9 +48,14 @@ def verify_run(run_dir: Path, manifest: dict[str, Any], parts: bool = True) -> P
     `parts` False leaves each live part's checksum and binding to the reader, which passes its bytes to
     the PartCheck returned (the listing is checked here either way: no part unlisted, none missing)."""
     results = results_dir(run_dir)
-    listed = read_index(results)
     if lock_held(run_dir):
-        _refuse_if_incomplete(run_dir, manifest, listed)
+        _refuse_if_incomplete(run_dir, manifest, read_index(results))
+    if results.is_symlink() or not results.is_dir():
+        raise BadInput(
+            f"run {run_dir} has no results folder of its own: not a complete run; "
+            f"`kvgate run --resume {run_dir}` generates its rows"
+        )
+    listed = read_index(results)
     _verify_workload(manifest)
     check = PartCheck(results, manifest["run_id"], listed)
     _verify_parts(run_dir, check, parts)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate import __version__
+from kvgate.bounded_file import load_json
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.gate.policy import Policy
 from kvgate.gate.policy_diff import policy_changes
@@ -143,11 +144,9 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     """The run's manifest, verified (`verify_manifest`); any defect is a one-line BadInput naming it."""
     path = run_dir / MANIFEST
     try:
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise BadInput(f"{path} is not a regular file")
-        if path.exists() and path.stat().st_size > MAX_MANIFEST_BYTES:
-            raise BadInput(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes: not a manifest")
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if path.is_symlink():
+            raise BadInput(f"{path} is a link, not the run's own manifest; use the run it belongs to")
+        manifest = load_json(path, MAX_MANIFEST_BYTES, "manifest")
     except FileNotFoundError:
         if stopped_before_it_began(run_dir):
             raise BadInput(
@@ -155,8 +154,6 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
                 "generated; start it again with the same `kvgate run` command"
             ) from None
         raise BadInput(f"{run_dir} is not a kvgate run: no {MANIFEST}") from None
-    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or bad UTF-8
-        raise BadInput(f"{path} is unreadable: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
     verify_manifest(manifest, str(path))
     return dict(manifest)
 

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kvgate.bounded_file import load_json
 from kvgate.errors import BadInput
 from kvgate.workload.schema import atomic_write
 
@@ -24,6 +25,8 @@ PART_KEY = b"kvgate.part"
 """Parquet metadata key of a part's binding: {"run_id", "arm"}."""
 INDEX = "index.json"
 MANIFEST = "manifest.json"
+MAX_JSON_BYTES = 1 << 26
+"""Largest manifest or index kvgate reads (64 MiB; a million-row run's are under 1 MiB)."""
 
 
 def binding(run_id: str | None, arm: str) -> dict[bytes, bytes]:
@@ -44,8 +47,8 @@ def read_binding(metadata: dict[bytes, bytes] | None) -> dict[str, Any] | None:
 def stored_run_id(run_dir: Path) -> str | None:
     """The run id the run's manifest declares (None without a readable manifest: a bare store)."""
     try:
-        value = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8")).get("run_id")
-    except (OSError, ValueError, AttributeError):
+        value = load_json(run_dir / MANIFEST, MAX_JSON_BYTES, "manifest").get("run_id")
+    except (OSError, BadInput, AttributeError):
         return None
     return value if isinstance(value, str) else None
 
@@ -71,11 +74,9 @@ def read_index(results: Path) -> dict[str, dict[str, Any]]:
     """The index's parts (empty when there is no index yet); a malformed index is a BadInput."""
     path = index_path(results)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path, MAX_JSON_BYTES, "result index")
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"result index {path} is unreadable: {exc}") from None
     parts = data.get("parts") if isinstance(data, dict) else None
     if not isinstance(parts, dict) or not all(_entry_ok(e) for e in parts.values()):
         raise BadInput(f"result index {path} is malformed")

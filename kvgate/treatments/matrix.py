@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from kvgate import shipped
+from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
 from kvgate.names import check_name, exists
 from kvgate.registry import unknown_name
-from kvgate.tomlspec import check_field_type, check_keys, load_toml, parse_toml
+from kvgate.tomlspec import MAX_TOML_BYTES, check_field_type, check_keys, load_toml, parse_toml
 from kvgate.treatments.spec import TREATMENT_TYPES, Composite, Treatment
 
 CATALOG = "catalog"
@@ -145,13 +146,15 @@ def resolve_matrix(name_or_path: str) -> Matrix:
         if name_or_path not in matrices:
             raise unknown_name("matrix", name_or_path, list(matrices))
         path = matrices[name_or_path]
+    return parse_matrix_text(read_matrix_text(path), path.stem, str(path))
+
+
+def read_matrix_text(path: Path) -> str:
+    """A matrix file's text, read as every TOML spec is (`bounded_file.read_text`)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read matrix {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"matrix {path}: not UTF-8 text (byte {exc.start})") from None
-    return parse_matrix_text(text, path.stem, str(path))
+        return read_text(path, MAX_TOML_BYTES, "matrix")
+    except FileNotFoundError:
+        raise BadInput(f"matrix {path} does not exist; check the path") from None
 
 
 def parse_matrix(path: Path) -> Matrix:

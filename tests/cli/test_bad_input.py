@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,112 @@ def test_unknown_names(tmp_path: Path, smoke_workload: Path, args: list[str], me
     assert code == 2, output
     assert message in output
     assert "Traceback" not in output
+
+
+# --- every TOML spec is read one way: a regular UTF-8 file, its size and depth bounded ---------------
+
+MATRIX_TEXT = '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\n'
+DEEP_TOML = "[" + ".".join(["a"] * 5000) + "]\nx = 1\n"
+HUGE_TOML = "# " + "x" * (1 << 24) + "\n"
+
+
+@pytest.fixture(scope="module")
+def finished_run(smoke_workload: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of the smoke workload on the fake engine."""
+    run_dir = tmp_path_factory.mktemp("bad-input") / "run"
+    result = CliRunner().invoke(
+        cli, ["run", "--engine", "fake", "-w", str(smoke_workload), "--run-dir", str(run_dir), "--quiet"]
+    )
+    assert result.exit_code in (0, 1, 3), result.output  # a verdict, whichever
+    return run_dir
+
+
+SPEC_DAMAGE = {
+    "not utf-8": (lambda p, text: p.write_bytes(b"\xff" + text.encode()), "is not UTF-8 text (byte 0)"),
+    "deep headers": (lambda p, text: p.write_text(DEEP_TOML), "nested deeper than 64 levels"),
+    "over 16 MiB": (lambda p, text: p.write_text(HUGE_TOML + text), "is larger than 16777216 bytes"),
+    "named pipe": (lambda p, text: os.mkfifo(p), "is not a regular file (a named pipe)"),
+    "link to a device": (lambda p, text: p.symlink_to("/dev/zero"), "is not a regular file (a device)"),
+    "folder": (lambda p, text: p.mkdir(), "is not a regular file (a folder)"),
+}
+SPEC_USE = {
+    "run --policy": lambda w, p, o: ["run", "--engine", "fake", "-w", w, "--policy", p, "-o", o],
+    "run -m": lambda w, p, o: ["run", "--engine", "fake", "-w", w, "-m", p, "-o", o],
+    "run -m --arms": lambda w, p, o: [
+        "run",
+        "--engine",
+        "fake",
+        "-w",
+        w,
+        "-m",
+        p,
+        "--arms",
+        "fp8-e4m3",
+        "-o",
+        o,
+    ],
+    "simulate --policy": lambda w, p, o: ["simulate", "--policy", p, "--runs", "10"],
+    "report --policy": lambda w, p, o: ["report", o, "--policy", p, "--policy-changed-reason", "fuzz"],
+}
+
+
+@pytest.mark.parametrize("damage", sorted(SPEC_DAMAGE))
+@pytest.mark.parametrize("use", sorted(SPEC_USE))
+def test_a_spec_file_is_read_one_bounded_way(
+    tmp_path: Path, smoke_workload: Path, finished_run: Path, damage: str, use: str
+) -> None:
+    """A policy or matrix that is not UTF-8, nests too deep, is too big or is not a regular file is
+    refused in one line, exit 2, the same way wherever it is read."""
+    spec = tmp_path / "spec.toml"
+    make, message = SPEC_DAMAGE[damage]
+    make(spec, "tau = 0.1\n" if "policy" in use else MATRIX_TEXT)
+    out = finished_run if use.startswith("report") else tmp_path / "runs"
+    result = CliRunner().invoke(cli, SPEC_USE[use](str(smoke_workload), str(spec), str(out)))
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr[:300]
+    assert not (tmp_path / "runs").exists()
+
+
+INDEX_DAMAGE = {
+    "named pipe": (lambda p: os.mkfifo(p), "is not a regular file (a named pipe)"),
+    "link to /dev/zero": (lambda p: p.symlink_to("/dev/zero"), "is not a regular file (a device)"),
+    "deep JSON": (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "nested deeper than 64 levels"),
+    "not UTF-8": (lambda p: p.write_bytes(b'{"\xff": 1}'), "is not UTF-8 text (byte 2)"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(INDEX_DAMAGE))
+@pytest.mark.parametrize("command", ["report", "run --resume"])
+def test_a_run_index_that_is_not_a_json_file_is_refused(
+    tmp_path: Path, finished_run: Path, damage: str, command: str
+) -> None:
+    """`results/index.json` as a pipe (once a hang), a link to an endless device (once unbounded
+    memory) or deep JSON (once exit 70) is refused in one line, exit 2, by `report` and `--resume`."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    index = run_dir / "results" / "index.json"
+    index.unlink()
+    make, message = INDEX_DAMAGE[damage]
+    make(index)
+    args = ["report", str(run_dir)] if command == "report" else ["run", "--resume", str(run_dir), "--quiet"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr[:300]
+
+
+@pytest.mark.parametrize("how", ["deleted", "a file", "a link"])
+def test_a_run_without_its_results_folder_is_not_complete(
+    tmp_path: Path, finished_run: Path, how: str
+) -> None:
+    """A run whose `results/` is gone (once exit 70), a file, or a link elsewhere is refused, exit 2."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    shutil.rmtree(run_dir / "results")
+    if how == "a file":
+        (run_dir / "results").write_text("")
+    elif how == "a link":
+        shutil.copytree(finished_run / "results", tmp_path / "elsewhere")
+        (run_dir / "results").symlink_to(tmp_path / "elsewhere")
+    result = CliRunner().invoke(cli, ["report", str(run_dir)])
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    assert "not a complete run" in result.stderr and result.stderr.count("\n") == 1, result.stderr[:300]

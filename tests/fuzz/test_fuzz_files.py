@@ -159,6 +159,10 @@ RUN_DAMAGE = st.one_of(
     st.tuples(st.just("part moved"), st.integers(0, 10)),
     st.tuples(st.just("part copied"), st.integers(0, 10)),
     st.tuples(st.just("lock"), st.sampled_from(["folder", "link out", "fifo"])),
+    st.tuples(
+        st.just("index file"), st.sampled_from(["fifo", "link to /dev/zero", "folder", "deep", "gone"])
+    ),
+    st.tuples(st.just("results"), st.sampled_from(["gone", "a file", "link out"])),
 )
 
 
@@ -193,6 +197,14 @@ def _damage_run(run: Path, damage: tuple[str, Any], outside: Path) -> None:
         path, value = detail
         _set_path(data, path or [0], value, delete=False)
         index.write_text(json.dumps(data))
+    elif kind == "index file":
+        _replace_index(run / "results" / "index.json", detail)
+    elif kind == "results":
+        shutil.rmtree(run / "results")
+        if detail == "a file":
+            (run / "results").write_text("")
+        elif detail == "link out":
+            (run / "results").symlink_to(outside.parent)
     elif kind in ("part moved", "part copied"):
         part = parts[detail % len(parts)]
         other = next(p for p in (run / "results").iterdir() if p.is_dir() and p != part.parent)
@@ -205,6 +217,21 @@ def _damage_run(run: Path, damage: tuple[str, Any], outside: Path) -> None:
         import os
 
         os.mkfifo(run / ".lock")
+
+
+def _replace_index(index: Path, how: str) -> None:
+    """The run's index replaced by a special file, a link to an endless device, or deep JSON."""
+    import os
+
+    index.unlink()
+    if how == "fifo":
+        os.mkfifo(index)
+    elif how == "link to /dev/zero":
+        index.symlink_to("/dev/zero")
+    elif how == "folder":
+        index.mkdir()
+    elif how == "deep":
+        index.write_text("[" * 100_000 + "]" * 100_000)
 
 
 @FUZZ

@@ -17,10 +17,12 @@ from typing import Any
 
 import jsonschema
 
+from kvgate.bounded_file import load_json
 from kvgate.errors import BadInput
 from kvgate.workload.schema import atomic_write
 
 FOLDER = "server"
+MAX_RECORD_BYTES = 1 << 24
 SCHEMA_ID = "kvgate.server-pass/1"
 COUNT = {"type": "integer", "minimum": 0}
 RECORD_SCHEMA: dict[str, Any] = {
@@ -104,9 +106,9 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
     records = []
     for path in sorted(folder.glob("*.json")):
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"server pass record {path} cannot be read: {exc}") from None
+            record = load_json(path, MAX_RECORD_BYTES, "server pass record")
+        except FileNotFoundError:
+            raise BadInput(f"server pass record {path} vanished while the run was read") from None
         check_record(record, f"server pass record {path}")
         records.append(record)
     return records
