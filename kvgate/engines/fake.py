@@ -17,6 +17,10 @@ of cases, so the same fault at the same seed hits the same cases in every arm:
 - exit_after: the process running the session ends at once (exit code 137, as if killed) when it is
   about to generate past this many cases, once per pass of a run (a marker named by the pass's namespace
   is left in the temp folder): a lost worker or machine. Locally that ends `kvgate run` itself.
+- only_slice: a slice named as the policy names them (`ctx_bucket=4k`, `task=qa/ctx_bucket=4k`,
+  `critical`): the four rates above hit only cases in that slice, each at its rate there (overall, the
+  rate times the slice's share of the cases); latency and crashes are not restricted. A malformed name
+  is refused when the matrix is read, a slice no case of the run is in when the run starts.
 
 Cache counters: a reuse arm reports the longest prefix it shares with a prompt it saw earlier in its
 session; every other arm reports 0, unless salt_leak lets namespaces see each other.
@@ -30,7 +34,7 @@ import os
 import tempfile
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,13 +42,15 @@ from typing import Any
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_timeout
 from kvgate.errors import BadInput
+from kvgate.gate.feasibility import slice_members
+from kvgate.gate.policy import slice_terms
 from kvgate.models import ModelSpec
 from kvgate.treatments.spec import Eviction, Treatment
-from kvgate.workload.case import Case
+from kvgate.workload.case import Case, case_labels
 
 RATES = ("wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate")
 MAX_LATENCY_S = 60.0
-FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "exit_after", "seed"}
+FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "exit_after", "seed", "only_slice"}
 LOST_EXIT_CODE = 137
 _SHARED_STORE: dict[tuple[int, ...], str] = {}
 
@@ -90,6 +96,33 @@ def check_faults(faults: dict[str, Any], where: str) -> None:
             raise BadInput(f"{where}: {key} must be ≥ 0, got {value}")
         if key == "salt_leak" and not isinstance(value, bool):
             raise BadInput(f"{where}: salt_leak must be true or false, got {value!r}")
+        if key == "only_slice":
+            if not isinstance(value, str):
+                raise BadInput(
+                    f"{where}: only_slice must be a slice name such as 'ctx_bucket=4k', got {value!r}"
+                )
+            try:
+                slice_terms(value)
+            except BadInput as exc:
+                raise BadInput(f"{where}: only_slice: {exc}") from None
+
+
+def check_fault_slices(faults: Mapping[str, Mapping[str, Any]], cases: Sequence[Case], where: str) -> None:
+    """BadInput naming the first `only_slice` (per arm of `faults`) that no case of `cases` is in."""
+    rows = [(case_labels(c), c.critical) for c in cases]
+    columns = sorted({column for labels, _ in rows for column in labels})
+    for arm, table in faults.items():
+        name = table.get("only_slice")
+        if name is None:
+            continue
+        for column, _ in slice_terms(name):
+            if column not in columns:
+                raise BadInput(
+                    f"[faults.{arm}] only_slice {name!r}: {where} has no slice column {column!r}; "
+                    f"known: {', '.join(columns)}"
+                )
+        if not any(slice_members(name, labels, critical) for labels, critical in rows):
+            raise BadInput(f"[faults.{arm}] only_slice {name!r}: no case of {where} is in that slice")
 
 
 @dataclass
@@ -121,6 +154,9 @@ class FakeSession:
             time.sleep(limit)
             return Generation.timeout(case, limit, time.perf_counter() - start)
         time.sleep(latency)
+        only = faults.get("only_slice")
+        if only is not None and not slice_members(only, case_labels(case), case.critical):
+            faults = {k: v for k, v in faults.items() if k not in RATES}
         if hits("error", float(faults.get("error_rate", 0.0)), seed, case.case_id):
             return Generation.failed(case, "planted engine error")
         prompt = tuple(case.prompt_token_ids or ())

@@ -1,14 +1,9 @@
-"""What the gate's policy sees of a case before any report: its slice labels and its cluster key."""
+"""What the gate counts a case's cluster as before any report exists."""
 
 from __future__ import annotations
 
 from kvgate.gate.policy import NO_CLUSTER, Policy
 from kvgate.workload.case import Case
-
-
-def case_labels(case: Case) -> dict[str, str]:
-    """The slice labels a policy's slice names match against: the case's slices and its task."""
-    return {**case.slices, "task": case.task}
 
 
 def cluster_key(case: Case, policy: Policy) -> str:

@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 
 from kvgate.gate.feasibility import check_control_winnable
 from kvgate.gate.policy import Policy
-from kvgate.runner.case_keys import case_labels, cluster_key
+from kvgate.runner.case_keys import cluster_key
 from kvgate.runner.store import read_results
-from kvgate.workload.case import Case
+from kvgate.workload.case import Case, case_labels
 
 
 def control_verdicts(run_dir: Path, control: str) -> dict[str, bool]:

@@ -29,7 +29,7 @@ from kvgate.models import (
     model_identity,
     resolve_model,
 )
-from kvgate.runner.case_keys import case_labels, cluster_key
+from kvgate.runner.case_keys import cluster_key
 from kvgate.runner.lock import run_lock
 from kvgate.runner.manifest import MANIFEST, build_manifest, read_manifest, stopped_before_it_began
 from kvgate.runner.policy_slices import check_policy_slices
@@ -45,6 +45,7 @@ from kvgate.runner.run import (
 from kvgate.runner.store import reconcile, remove_superseded_parts, remove_temp_files
 from kvgate.runner.tokenizer_match import check_tokenizer
 from kvgate.treatments.matrix import DEFAULT_MATRIX, Matrix, parse_matrix_text, resolve_matrix
+from kvgate.workload.case import case_labels
 from kvgate.workload.checks import check_validators
 from kvgate.workload.schema import read_workload
 
@@ -204,6 +205,10 @@ def run_job(
     check_validators(workload.cases, f"workload {workload_path}")
     cases = select_cases(workload, inputs.limit)
     check_policy_slices(inputs.policy, map(case_labels, workload.cases), f"workload {workload_path}")
+    if inputs.engine == "fake":
+        from kvgate.engines.fake import check_fault_slices
+
+        check_fault_slices(inputs.matrix.faults, cases, f"workload {workload_path}")
     unsafe_reason = check_safe(
         inputs.policy, opts.policy_unsafe_reason or (stored or {}).get("policy_unsafe_reason")
     )

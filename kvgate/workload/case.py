@@ -51,3 +51,9 @@ class Case:
     prompt_token_ids: tuple[int, ...] | None = None
     n_prompt_tokens: int | None = None
     question_start: int | None = None
+
+
+def case_labels(case: Case) -> dict[str, str]:
+    """The labels a slice name (`column=value[/column=value]`) matches against: the case's slices and
+    its task."""
+    return {**case.slices, "task": case.task}
