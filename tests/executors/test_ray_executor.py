@@ -174,3 +174,34 @@ def _exit_marker(ns: str) -> Path:
     import tempfile
 
     return Path(tempfile.gettempdir()) / f"kvgate-fake-exit-{hashlib.sha256(ns.encode()).hexdigest()[:16]}"
+
+
+def test_a_critical_slice_the_control_cannot_carry_stops_before_any_candidate(
+    cluster: str, tmp_path: Path
+) -> None:
+    trace = tmp_path / "qa.jsonl"
+    trace.write_text(
+        "".join(
+            json.dumps(
+                {"messages": [{"role": "user", "content": f"What is {i} plus {i}?"}], "expected": str(2 * i)}
+            )
+            + "\n"
+            for i in range(70)
+        )
+    )
+    suite = tmp_path / "qa.toml"
+    suite.write_text(f'name = "qa"\n[[trace]]\npath = "{trace}"\nvalidator = "exact"\n')
+    assert kvgate("freeze", suite, "-o", tmp_path / "qa.parquet").exit_code == 0
+    (tmp_path / "p.toml").write_text('critical = ["task=trace"]\n')  # 70 cases ≥ 59: the pre-run check passes
+    matrix = write_matrix(tmp_path / "m.toml", extra="[faults.full]\nwrong_answer_rate = 0.5\n")
+    runs = tmp_path / "runs"
+    result = kvgate(
+        "run", "--engine", "fake", "-w", tmp_path / "qa.parquet", "-m", matrix,
+        "--policy", tmp_path / "p.toml", "-o", runs, "--executor", "ray", "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert (
+        "critical slice 'task=trace': the control passed " in result.output
+        and "of its 70 cases" in result.output
+    )
+    assert {(r["arm"], r["replicate"]) for r in stored_rows(only_run(runs))} == {("full", 0)}

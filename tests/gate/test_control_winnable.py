@@ -1,7 +1,7 @@
 """Winnability against the control: a critical slice is judged on what the control passes. A declared
 `expected_control_pass_rate` scales the pre-run check; after the control's pass, a critical slice its
 passes cannot carry to a PASS is refused (exit 2) before any candidate generates (fixed and sequential
-runs; the Ray executor makes the same call after its control phase)."""
+runs here; the Ray executor's in tests/executors/test_ray_executor.py)."""
 
 from __future__ import annotations
 
