@@ -114,13 +114,14 @@ def check_control_winnable(
         clusters = len({key for key, _ in inside}) < len(inside)
         in_g = f" in {g} distinct clusters" if clusters else ""
         later = f" ({pending} not generated yet, counted as passes)" if pending else ""
+        stop = "this look's candidates" if pending else "any candidate generates"
         parts = [f"{need} control passes" + (" in distinct clusters" if clusters else "")]
         if policy.min_control_passes > need:
             parts.append(f"{policy.min_control_passes} (min_control_passes)")
         raise BadInput(
             f"critical slice {name!r}: the control passed {n} of its {len(inside)} cases{in_g}{later}; "
             f"a PASS at τ = {policy.tau_for(name):g} and confidence {policy.confidence:g} needs at least "
-            f"{' and '.join(parts)}: no candidate was generated; add cases, or set allow_unwinnable = true "
+            f"{' and '.join(parts)}: the run stops before {stop}; add cases, or set allow_unwinnable = true "
             "in the policy"
         )
 

@@ -79,7 +79,8 @@ def test_a_control_that_fails_half_the_slice_stops_the_run_before_any_candidate(
     assert line.startswith("kvgate: error: critical slice 'task=qa': the control passed ")
     passed = int(line.split("the control passed ")[1].split(" ")[0])
     assert 20 <= passed < 59 and "of its 80 cases" in line
-    assert "needs at least 59 control passes" in line and "allow_unwinnable = true" in line
+    assert "needs at least 59 control passes: the run stops before any candidate generates" in line
+    assert "allow_unwinnable = true" in line
     assert _arms_stored(tmp_path) == {"full": 100}  # the control's pass, and nothing of the candidate
 
 
@@ -100,6 +101,7 @@ def test_the_sequential_run_stops_at_the_first_look_that_proves_the_slice_unwinn
     result = _run(tmp_path, qa_workload, policy, "[faults.full]\nwrong_answer_rate = 0.6\n")
     assert result.exit_code == 2, result.output
     assert "critical slice 'task=qa'" in result.output and "not generated yet" in result.output
+    assert "the run stops before this look's candidates" in result.output
     stored = _arms_stored(tmp_path)
     assert 0 < stored["full"] < 100 and stored.get("fp8-e4m3", 0) < stored["full"]
 
