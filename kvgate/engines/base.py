@@ -21,7 +21,8 @@ class Generation:
     """One case's output and measurements. `error` set means the engine failed on this case.
 
     certificate_*: an eviction arm's attention-error certificate over decoding steps, layers and heads
-    (the largest and the mean upper bound, the mean estimate); None without a certificate.
+    (the largest and the mean upper bound, the mean estimate; the mean bound and estimate relative to the
+    retained output's norm, the share of cells whose bound is the cap); None without a certificate.
     `timed_out`: the case ran past the engine's per-case time limit (`error` says so); stored as
     fail_kind "timeout", a failure of the arm, not an engine error.
     """
@@ -40,6 +41,9 @@ class Generation:
     certificate_bound_mean: float | None = None
     certificate_estimate_mean: float | None = None
     timed_out: bool = False
+    certificate_relative_bound_mean: float | None = None
+    certificate_relative_estimate_mean: float | None = None
+    certificate_cap_share: float | None = None
 
     @staticmethod
     def failed(case: Case, error: str) -> Generation:

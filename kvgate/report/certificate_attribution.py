@@ -2,12 +2,18 @@
 own (engines/hf/certificate).
 
 Among the cases the candidate fails (a usable pair), a cache-induced failure is one the control passes and
-an own failure one the control fails too. The primary score is the certificate's largest bound over decode
-steps, layers and heads (`certificate_bound_max`): a high bound says the evicted entries moved attention
-outputs. Beside it, on the same cases: the mean bound, and output confidence (−mean token logprob, the
-score of the arm's `confidence_auc`), which is what a reader could use without a certificate. Each AUC is
-the chance that a cache-induced failure scores above an own failure (ties ½), with DeLong's interval at
-the policy's confidence (stats.roc); below MIN_PER_KIND failures of either kind no AUC is given.
+an own failure one the control fails too. The primary score, declared before it was measured on a
+decisive workload, is the mean relative bound (`certificate_relative_bound_mean`): the bound divided by
+the retained output's norm ‖o_R‖, averaged over decoding steps, layers and heads. Its grounds: it measures
+how far attention moved in units of the output it moved, so neither a layer with large values nor the
+deterministic cap (largest dropped value norm + ‖o_R‖, a statistic of the prompt that binds the largest
+bound of most cases) dominates it, and it averages every cell rather than resting on one. The bound
+rather than the estimate because it is what the certificate guarantees. Beside it, on the same cases: the
+bound's max (the former primary), its mean, the mean relative estimate, and output confidence (−mean token
+logprob, the score of the arm's `confidence_auc`), what a reader could use without a certificate; and the
+mean share of cells whose bound is the cap. Each AUC is the chance that a cache-induced failure scores
+above an own failure (ties ½), with DeLong's interval at the policy's confidence (stats.roc); below
+MIN_PER_KIND failures of either kind no AUC is given. Rows stored before the relative columns are unscored.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from kvgate.stats.roc import delong_auc
 
 MIN_PER_KIND = 10
 """Fewer cache-induced or own failures than this: "too few", no AUC (the normal interval needs more)."""
-PRIMARY = "certificate_bound_max"
-SECONDARY = "certificate_bound_mean"
+PRIMARY = "certificate_relative_bound_mean"
+OTHER_SCORES = ("certificate_bound_max", "certificate_bound_mean", "certificate_relative_estimate_mean")
+CAP_SHARE = "certificate_cap_share"
 CONFIDENCE_SCORE = "-mean_logprob"
 
 
@@ -44,22 +51,18 @@ def certificate_attribution(
 ) -> dict[str, Any] | None:
     """The block for an arm with certificate values on some usable pair (None otherwise). `usable`: per
     case, both rows present without an engine error (and on the cases the verdict rests on)."""
-    certified = usable & np.isfinite(cand.certificate_bound_max)
-    if not certified.any():
+    scores = cand.certificate
+    if not (usable & np.isfinite(scores["certificate_bound_max"])).any():
         return None
     failed = usable & ~cand.passed
-    scored = (
-        failed
-        & np.isfinite(cand.certificate_bound_max)
-        & np.isfinite(cand.certificate_bound_mean)
-        & np.isfinite(cand.mean_logprob)
-    )
+    scored = failed & np.isfinite(cand.mean_logprob)
+    for name in (PRIMARY, *OTHER_SCORES, CAP_SHARE):
+        scored &= np.isfinite(scores[name])
     cache_induced = scored & control.passed
     own = scored & ~control.passed
     n_cio, n_own = int(np.count_nonzero(cache_induced)), int(np.count_nonzero(own))
     block: dict[str, Any] = {
         "score": PRIMARY,
-        "secondary_score": SECONDARY,
         "confidence_score": CONFIDENCE_SCORE,
         "cache_induced": n_cio,
         "own": n_own,
@@ -67,14 +70,17 @@ def certificate_attribution(
         "min_per_kind": MIN_PER_KIND,
         "confidence": confidence,
         "method": "DeLong",
+        "cap_share": finite(float(scores[CAP_SHARE][scored].mean())) if scored.any() else None,
         "certificate": None,
-        "certificate_mean": None,
+        "other_scores": {name: None for name in OTHER_SCORES},
         "output_confidence": None,
     }
     if min(n_cio, n_own) < MIN_PER_KIND:
         return block
     positives = cache_induced[scored]
-    block["certificate"] = _auc_block(cand.certificate_bound_max[scored], positives, confidence)
-    block["certificate_mean"] = _auc_block(cand.certificate_bound_mean[scored], positives, confidence)
+    block["certificate"] = _auc_block(scores[PRIMARY][scored], positives, confidence)
+    block["other_scores"] = {
+        name: _auc_block(scores[name][scored], positives, confidence) for name in OTHER_SCORES
+    }
     block["output_confidence"] = _auc_block(-cand.mean_logprob[scored], positives, confidence)
     return block

@@ -34,9 +34,10 @@ from kvgate.runner.manifest import read_manifest
 if TYPE_CHECKING:
     from kvgate.runner.integrity import PartCheck
 
-SCHEMA = 3
+SCHEMA = 4
 """Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
-3: each arm's certificate attribution)."""
+3: each arm's certificate attribution; 4: its primary score the mean relative bound, the others under
+`other_scores`, and `cap_share`)."""
 PROVENANCE = (
     "run_id", "created_at", "workload_sha256", "tokenizer", "model", "engine", "engine_options",
     "matrix_name", "n_cases", "limit", "policy_sha256", "git_commit",

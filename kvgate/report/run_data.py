@@ -25,13 +25,21 @@ from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
 from kvgate.runner.integrity import PartCheck
 from kvgate.runner.isolation import PassCounters
-from kvgate.runner.store import CERTIFICATE_COLUMNS, RESULT_SCHEMA, part_paths
+from kvgate.runner.store import CERTIFICATE_COLUMNS, CERTIFICATE_DRIFT_COLUMNS, RESULT_SCHEMA, part_paths
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
+CERTIFICATE_SCORES = (
+    "certificate_bound_max",
+    "certificate_bound_mean",
+    "certificate_relative_bound_mean",
+    "certificate_relative_estimate_mean",
+    "certificate_cap_share",
+)
+"""The certificate's per-case figures the report reads (report.certificate_attribution)."""
 RESULT_COLUMNS = [
     "case_id", "arm", "replicate", "attempt", "passed", "fail_kind", "n_cached_tokens",
     "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
-    "certificate_bound_max", "certificate_bound_mean",
+    *CERTIFICATE_SCORES,
 ]  # fmt: skip
 """What the report reads of each result part in one pass; texts are read only for failing examples
 (report.evidence) and token ids never. Parts stored before the certificate columns read them as null."""
@@ -68,9 +76,9 @@ class ArmRows:
     first_divergence: np.ndarray
     """int64, −1 where the output equals the control's or is unknown."""
     n_prompt_tokens: np.ndarray
-    certificate_bound_max: np.ndarray
-    """float64, NaN where the arm has no certificate (engines/hf/certificate); likewise the mean bound."""
-    certificate_bound_mean: np.ndarray
+    certificate: dict[str, np.ndarray]
+    """Per CERTIFICATE_SCORES column: float64, NaN where the arm has no certificate (engines/hf/certificate)
+    or the row was stored before the column."""
 
     @property
     def usable(self) -> np.ndarray:
@@ -220,8 +228,7 @@ NUMERIC = {  # column → (fill for null, dtype)
     "n_kv_entries_kept": (-1, np.int64),
     "ttft_s": (np.nan, np.float64),
     "latency_s": (np.nan, np.float64),
-    "certificate_bound_max": (np.nan, np.float64),
-    "certificate_bound_mean": (np.nan, np.float64),
+    **{name: (np.nan, np.float64) for name in CERTIFICATE_SCORES},
 }
 DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
@@ -232,7 +239,8 @@ _EXPECTED = pa.schema(
     ]
 )
 _EXPECTED_V1 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_COLUMNS])
-"""Parts stored before the certificate columns: read with those columns null."""
+_EXPECTED_V2 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_DRIFT_COLUMNS])
+"""Parts stored before the certificate columns, or before the relative ones: read with those null."""
 
 
 def read_part(path: Path, check: PartCheck | None = None) -> pa.Table:
@@ -250,14 +258,16 @@ def read_part(path: Path, check: PartCheck | None = None) -> pa.Table:
             if check is not None:
                 check(path, data, part.schema_arrow.metadata)
             schema = part.schema_arrow
-            if not any(schema.equals(e, check_metadata=False) for e in (_EXPECTED, _EXPECTED_V1)):
+            if not any(
+                schema.equals(e, check_metadata=False) for e in (_EXPECTED, _EXPECTED_V1, _EXPECTED_V2)
+            ):
                 raise BadInput(f"result part {path} does not have the result schema")
             have = set(schema.names)
             table = part.read(columns=[c for c in RESULT_COLUMNS if c in have], use_threads=False)
             for name in CERTIFICATE_COLUMNS:
                 if name in RESULT_COLUMNS and name not in have:
                     table = table.append_column(_EXPECTED.field(name), pa.nulls(table.num_rows, pa.float64()))
-            return table
+            return table.select(RESULT_COLUMNS)
     except (OSError, pa.ArrowException) as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]
         raise BadInput(
@@ -351,7 +361,7 @@ class RunRows:
         self.cached, self.mean_logprob = cols["n_cached_tokens"], cols["mean_logprob"]
         self.first_divergence, self.n_prompt_tokens = cols["first_divergence"], cols["n_prompt_tokens"]
         self.kv_kept, self.ttft, self.latency = cols["n_kv_entries_kept"], cols["ttft_s"], cols["latency_s"]
-        self.bound_max, self.bound_mean = cols["certificate_bound_max"], cols["certificate_bound_mean"]
+        self.certificate = {name: cols[name] for name in CERTIFICATE_SCORES}
 
     def counters(self) -> PassCounters:
         """The rows' cache counters, for the isolation check (runner.isolation) without reading again."""
@@ -393,8 +403,7 @@ class RunRows:
             mean_logprob=dense(self.mean_logprob, np.nan),
             first_divergence=dense(self.first_divergence, -1),
             n_prompt_tokens=dense(self.n_prompt_tokens, -1),
-            certificate_bound_max=dense(self.bound_max, np.nan),
-            certificate_bound_mean=dense(self.bound_mean, np.nan),
+            certificate={name: dense(values, np.nan) for name, values in self.certificate.items()},
         )
 
     def has_replicate(self, arm: str, replicate: int) -> bool:

@@ -219,10 +219,14 @@ def certificate_line(arm: dict[str, Any]) -> str | None:
             f"certificate attribution: too few failures to tell apart ({kinds}; "
             f"at least {c['min_per_kind']} of each needed)"
         )
+    others = c["other_scores"]
     return (
-        f"certificate attribution among the candidate's failures ({kinds}): AUC of the bound's max "
-        f"{auc_text(c['certificate'])}, of its mean {auc_text(c['certificate_mean'])}, of output "
-        f"confidence (−mean logprob) {auc_text(c['output_confidence'])}; {c['method']} "
+        f"certificate attribution among the candidate's failures ({kinds}): AUC of the mean relative "
+        f"bound (primary) {auc_text(c['certificate'])}, of output confidence (−mean logprob) "
+        f"{auc_text(c['output_confidence'])}; beside them the bound's max "
+        f"{auc_text(others['certificate_bound_max'])} (the cap binds in {100 * c['cap_share']:.0f}% of "
+        f"cells), its mean {auc_text(others['certificate_bound_mean'])}, the mean relative estimate "
+        f"{auc_text(others['certificate_relative_estimate_mean'])}; {c['method']} "
         f"{100 * c['confidence']:g}% intervals, 0.5 is chance"
     )
 

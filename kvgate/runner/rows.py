@@ -57,4 +57,7 @@ def result_row(case: Case, gen: Generation, arm_run: ArmRun, control: Sequence[i
         "certificate_bound_max": gen.certificate_bound_max,
         "certificate_bound_mean": gen.certificate_bound_mean,
         "certificate_estimate_mean": gen.certificate_estimate_mean,
+        "certificate_relative_bound_mean": gen.certificate_relative_bound_mean,
+        "certificate_relative_estimate_mean": gen.certificate_relative_estimate_mean,
+        "certificate_cap_share": gen.certificate_cap_share,
     }

@@ -57,14 +57,29 @@ RESULT_SCHEMA = pa.schema(
         ("certificate_bound_max", pa.float64()),
         ("certificate_bound_mean", pa.float64()),
         ("certificate_estimate_mean", pa.float64()),
+        ("certificate_relative_bound_mean", pa.float64()),
+        ("certificate_relative_estimate_mean", pa.float64()),
+        ("certificate_cap_share", pa.float64()),
     ]
 )
-RESULT_SCHEMA_VERSION = 2
-"""Stored in every part's metadata under RESULT_VERSION_KEY. Version 2 added the certificate columns;
-a part of version 1 (without them, and without the key) is read with them null."""
+RESULT_SCHEMA_VERSION = 3
+"""Stored in every part's metadata under RESULT_VERSION_KEY. Version 2 added the certificate columns,
+version 3 the relative ones (CERTIFICATE_DRIFT_COLUMNS); a part of an older version (version 1 has no
+key) is read with the columns it lacks null."""
 RESULT_VERSION_KEY = b"kvgate.result_schema_version"
-CERTIFICATE_COLUMNS = ("certificate_bound_max", "certificate_bound_mean", "certificate_estimate_mean")
+CERTIFICATE_DRIFT_COLUMNS = (
+    "certificate_relative_bound_mean",
+    "certificate_relative_estimate_mean",
+    "certificate_cap_share",
+)
+CERTIFICATE_COLUMNS = (
+    "certificate_bound_max",
+    "certificate_bound_mean",
+    "certificate_estimate_mean",
+    *CERTIFICATE_DRIFT_COLUMNS,
+)
 RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA if f.name not in CERTIFICATE_COLUMNS])
+RESULT_SCHEMA_V2 = pa.schema([f for f in RESULT_SCHEMA if f.name not in CERTIFICATE_DRIFT_COLUMNS])
 _PART = re.compile(r"^part-(\d{5,})(?:-(\d{5,}))?\.parquet$")
 KEY_COLUMNS = ("arm", "replicate", "case_id", "attempt")
 RowKey = tuple[str, int, str, int]
@@ -317,17 +332,20 @@ def _read_part(path: Path) -> pa.Table:
         raise BadInput(
             f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
         ) from None
-    if table.schema.equals(RESULT_SCHEMA_V1, check_metadata=False):
-        return _upgrade_v1(table)
+    for older in (RESULT_SCHEMA_V1, RESULT_SCHEMA_V2):
+        if table.schema.equals(older, check_metadata=False):
+            return _upgrade(table)
     if not table.schema.equals(RESULT_SCHEMA, check_metadata=False):
         raise BadInput(f"result part {path} does not have the result schema")
     return table
 
 
-def _upgrade_v1(table: pa.Table) -> pa.Table:
-    """A version-1 part's rows with the columns version 2 added, null; its metadata kept."""
+def _upgrade(table: pa.Table) -> pa.Table:
+    """An older part's rows with the certificate columns it lacks (all last in the schema), null; its
+    metadata kept."""
     for name in CERTIFICATE_COLUMNS:
-        table = table.append_column(RESULT_SCHEMA.field(name), pa.nulls(table.num_rows, pa.float64()))
+        if name not in table.schema.names:
+            table = table.append_column(RESULT_SCHEMA.field(name), pa.nulls(table.num_rows, pa.float64()))
     return table.replace_schema_metadata(table.schema.metadata)
 
 

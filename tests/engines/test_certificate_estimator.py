@@ -3,6 +3,7 @@ under Poisson sampling, a bound that covers at its confidence, and inclusion pro
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -72,6 +73,37 @@ def test_horvitz_thompson_totals_are_unbiased_and_the_bound_covers() -> None:
     assert coverage >= 0.95, coverage
     # The ratio estimate is consistent, not unbiased: its mean lands near the truth.
     assert torch.allclose(torch.stack(estimates).mean(dim=0).double(), true, rtol=0.25)
+
+
+def test_the_corrected_estimate_removes_the_sampling_noise_from_the_square() -> None:
+    """ê² overstates e² by the noise of δ̂ = Û / (1 + Ẑ); ẽ² subtracts its linearised variance."""
+    c = attention_case(1, heavy=0.0, sharpness=0.5)
+    true = exact_error(c["q"], c["keys"], c["values"], c["dk"], c["dv"], SCALE)
+    inclusion = torch.full((B, HKV, DROP), 0.2)
+    raw, corrected = [], []
+    for seed in range(400):
+        step = certify_step(c["q"], c["out"], c["keys"], sample_of(c, inclusion, seed), SCALE, 0.95)
+        raw.append(step.estimate.double())
+        corrected.append(step.corrected.double())
+    raw_square = torch.stack(raw).square().mean(dim=0) / true.square()
+    corrected_square = torch.stack(corrected).square().mean(dim=0) / true.square()
+    assert bool((raw_square > 1.03).all()), raw_square
+    assert bool(((corrected_square - 1).abs() < (raw_square - 1).abs()).all()), corrected_square
+    assert bool((torch.stack(corrected) <= torch.stack(raw) + 1e-6).all())
+    full = certify_step(c["q"], c["out"], c["keys"], full_sample(c), SCALE, 0.95)
+    assert torch.allclose(full.corrected, full.estimate)  # π = 1: no noise to remove
+
+
+def test_cells_report_the_output_norm_and_where_the_cap_binds() -> None:
+    c = attention_case(0)
+    sample = sample_of(c, torch.full((B, HKV, DROP), 0.05), 3)
+    step = certify_step(c["q"], c["out"], c["keys"], sample, SCALE, 0.95)
+    assert torch.allclose(step.output_norm, c["out"].norm(dim=-1))
+    cap = sample.value_radius.unsqueeze(-1) + step.output_norm
+    assert torch.equal(step.capped, torch.isclose(step.bound, cap) & step.capped)
+    tight = dataclasses.replace(sample, value_radius=torch.zeros_like(sample.value_radius))
+    capped = certify_step(c["q"], c["out"], c["keys"], tight, SCALE, 0.95)
+    assert bool(capped.capped.all()) and torch.allclose(capped.bound, capped.output_norm)
 
 
 def test_the_bound_shrinks_with_a_larger_sample() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvgate.report.attribution import attribute, part_arms
-from kvgate.report.run_data import ArmRows
+from kvgate.report.run_data import CERTIFICATE_SCORES, ArmRows
 
 
 def rows(failing: set[int], errors: frozenset[int] = frozenset(), n: int = 8) -> ArmRows:
@@ -17,8 +17,7 @@ def rows(failing: set[int], errors: frozenset[int] = frozenset(), n: int = 8) ->
         mean_logprob=np.zeros(n),
         first_divergence=np.full(n, -1),
         n_prompt_tokens=np.full(n, 100),
-        certificate_bound_max=np.full(n, np.nan),
-        certificate_bound_mean=np.full(n, np.nan),
+        certificate={name: np.full(n, np.nan) for name in CERTIFICATE_SCORES},
     )
 
 

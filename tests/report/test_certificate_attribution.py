@@ -1,5 +1,6 @@
 """The certificate's attribution AUC: among a candidate's failures, cache-induced (the control passes)
-against the model's own (the control fails too), beside output confidence; written rows, exact values."""
+against the model's own (the control fails too), the primary score (mean relative bound) beside the
+others and output confidence; written rows, exact values; parts of older versions read as unscored."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from report_schema import report_json
 from kvgate.cli import cli
 from kvgate.gate.policy import parse_policy
 from kvgate.report.certificate_attribution import MIN_PER_KIND, certificate_attribution
-from kvgate.report.run_data import RESULT_COLUMNS, ArmRows, read_part
+from kvgate.report.run_data import CERTIFICATE_SCORES, RESULT_COLUMNS, ArmRows, read_part
 from kvgate.runner.manifest import build_manifest, write_manifest
-from kvgate.runner.store import RESULT_SCHEMA_V1, write_part
+from kvgate.runner.part_index import entry, key_of, read_index, stored_run_id, write_index
+from kvgate.runner.store import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, write_part
 from kvgate.treatments.matrix import parse_matrix
 from kvgate.workload.schema import read_workload, write_workload
 
@@ -32,6 +34,9 @@ CACHE_INDUCED = set(range(20, 32))  # 12 cache-induced failures
 # Bound max per failing case: cache-induced mostly high, own mostly low, one tie across the kinds (0.5).
 BOUND_MAX = {i: 0.1 + 0.02 * i for i in OWN} | {i: 0.9 - 0.01 * (i - 20) for i in CACHE_INDUCED}
 BOUND_MAX |= {11: 0.5, 31: 0.5, 30: 0.15}
+# The primary (mean relative bound) ranks otherwise: two own failures above every cache-induced one.
+RELATIVE = {i: 0.01 * i for i in OWN} | {i: 0.3 + 0.01 * (i - 20) for i in CACHE_INDUCED} | {0: 0.9, 1: 0.8}
+CAP_SHARE = {i: 0.1 + 0.01 * i for i in OWN | CACHE_INDUCED}
 LOGPROB = {i: -1.0 - 0.1 * (i % 4) for i in OWN | CACHE_INDUCED}
 
 
@@ -65,8 +70,14 @@ def write_run(root: Path, cache_induced: set[int] = CACHE_INDUCED, certified: bo
         fails = i in OWN or i in cache_induced
         extra: dict[str, Any] = {"mean_logprob": LOGPROB.get(i, -0.2)}
         if certified:
-            bound = BOUND_MAX.get(i, 0.05)
-            extra |= {"certificate_bound_max": bound, "certificate_bound_mean": bound / 2 if i != 5 else 0.45}
+            bound, relative = BOUND_MAX.get(i, 0.05), RELATIVE.get(i, 0.01)
+            extra |= {
+                "certificate_bound_max": bound,
+                "certificate_bound_mean": bound / 2 if i != 5 else 0.45,
+                "certificate_relative_bound_mean": relative,
+                "certificate_relative_estimate_mean": relative / 4 + 0.002 * (i % 7),
+                "certificate_cap_share": CAP_SHARE.get(i, 0.0),
+            }
         rows.append(row(i, ARM, not fails, **extra))
     write_part(run_dir, ARM, rows)
     return run_dir
@@ -85,25 +96,33 @@ def test_exact_aucs_counts_and_every_format(tmp_path: Path) -> None:
     cio, own = sorted(CACHE_INDUCED), sorted(OWN)
     assert (block["cache_induced"], block["own"], block["unscored"]) == (12, 12, 0)
     assert (block["score"], block["confidence_score"], block["method"]) == (
-        "certificate_bound_max",
+        "certificate_relative_bound_mean",
         "-mean_logprob",
         "DeLong",
     )
+    expected_primary = pairwise_auc([RELATIVE[i] for i in cio], [RELATIVE[i] for i in own])
+    assert block["certificate"]["auc"] == pytest.approx(expected_primary, abs=1e-12)
+    assert expected_primary == pytest.approx(1 - 24 / 144)  # the two high own failures beat all 12
+    others = block["other_scores"]
     expected_max = pairwise_auc([BOUND_MAX[i] for i in cio], [BOUND_MAX[i] for i in own])
-    assert block["certificate"]["auc"] == pytest.approx(expected_max, abs=1e-12)
-    assert 0.5 < expected_max < 1.0  # the tie and the low cache-induced case keep it from 1
+    assert others["certificate_bound_max"]["auc"] == pytest.approx(expected_max, abs=1e-12)
+    assert 0.5 < expected_max < 1.0 and expected_max != expected_primary
     mean = {i: BOUND_MAX[i] / 2 if i != 5 else 0.45 for i in OWN | CACHE_INDUCED}
     expected_mean = pairwise_auc([mean[i] for i in cio], [mean[i] for i in own])
-    assert block["certificate_mean"]["auc"] == pytest.approx(expected_mean, abs=1e-12)
+    assert others["certificate_bound_mean"]["auc"] == pytest.approx(expected_mean, abs=1e-12)
+    estimate = {i: RELATIVE[i] / 4 + 0.002 * (i % 7) for i in OWN | CACHE_INDUCED}
+    expected_estimate = pairwise_auc([estimate[i] for i in cio], [estimate[i] for i in own])
+    assert others["certificate_relative_estimate_mean"]["auc"] == pytest.approx(expected_estimate, abs=1e-12)
     expected_conf = pairwise_auc([-LOGPROB[i] for i in cio], [-LOGPROB[i] for i in own])
     assert block["output_confidence"]["auc"] == pytest.approx(expected_conf, abs=1e-12)
-    for name in ("certificate", "certificate_mean", "output_confidence"):
-        b = block[name]
+    assert block["cap_share"] == pytest.approx(np.mean(list(CAP_SHARE.values())))
+    for b in (block["certificate"], block["output_confidence"], *others.values()):
         assert b["lower"] <= b["auc"] <= b["upper"] and b["se"] > 0
-    text = f"AUC of the bound's max {expected_max:.2f}"
+    text = f"AUC of the mean relative bound (primary) {expected_primary:.2f}"
     for fmt in ("table", "md", "html"):
-        out = html.unescape(report(run_dir, fmt))
+        out = " ".join(html.unescape(report(run_dir, fmt)).split())  # the table wraps its lines
         assert "12 cache-induced, 12 own" in out and text in out, fmt
+        assert f"the bound's max {expected_max:.2f}" in out, fmt
 
 
 def test_too_few_of_a_kind_gives_no_auc(tmp_path: Path) -> None:
@@ -111,7 +130,8 @@ def test_too_few_of_a_kind_gives_no_auc(tmp_path: Path) -> None:
     run_dir = write_run(tmp_path, cache_induced=few)
     block = report(run_dir)["arms"][0]["certificate_attribution"]
     assert (block["cache_induced"], block["own"]) == (MIN_PER_KIND - 1, 12)
-    assert block["certificate"] is block["certificate_mean"] is block["output_confidence"] is None
+    assert block["certificate"] is block["output_confidence"] is None
+    assert set(block["other_scores"].values()) == {None}
     assert "too few failures to tell apart" in report(run_dir, "table")
 
 
@@ -131,8 +151,7 @@ def arm_rows(passed: list[bool], bound: list[float], logprob: list[float]) -> Ar
         mean_logprob=np.array(logprob, dtype=float),
         first_divergence=np.full(n, -1),
         n_prompt_tokens=np.full(n, 100),
-        certificate_bound_max=np.array(bound, dtype=float),
-        certificate_bound_mean=np.array(bound, dtype=float),
+        certificate={name: np.array(bound, dtype=float) for name in CERTIFICATE_SCORES},
     )
 
 
@@ -166,3 +185,18 @@ def test_a_part_stored_before_the_certificate_columns_reads_them_as_null(tmp_pat
     assert table.column_names == RESULT_COLUMNS
     assert table.column("certificate_bound_max").to_pylist() == [None]
     assert table.column("certificate_bound_mean").to_pylist() == [None]
+
+
+def test_a_part_stored_before_the_relative_columns_leaves_its_failures_unscored(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path)
+    (part,) = (run_dir / "results" / ARM).glob("part-*.parquet")
+    table = pq.read_table(part)
+    old = table.select(RESULT_SCHEMA_V2.names).cast(RESULT_SCHEMA_V2)
+    pq.write_table(old.replace_schema_metadata(table.schema.metadata), part)
+    results = run_dir / "results"  # the index lists the part as rewritten, as a version-2 run stored it
+    listed = read_index(results) | {key_of(results, part): entry(part, old.num_rows)}
+    write_index(results, stored_run_id(run_dir), listed)
+    assert read_part(part).column("certificate_relative_bound_mean").null_count == old.num_rows
+    block = report(run_dir)["arms"][0]["certificate_attribution"]
+    assert (block["cache_induced"], block["own"], block["unscored"]) == (0, 0, 24)
+    assert block["certificate"] is None and block["cap_share"] is None

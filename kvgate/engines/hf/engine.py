@@ -273,6 +273,9 @@ class HFSession:
             certificate_bound_max=summary.bound_max if summary else None,
             certificate_bound_mean=summary.bound_mean if summary else None,
             certificate_estimate_mean=summary.estimate_mean if summary else None,
+            certificate_relative_bound_mean=summary.relative_bound_mean if summary else None,
+            certificate_relative_estimate_mean=summary.relative_estimate_mean if summary else None,
+            certificate_cap_share=summary.cap_share if summary else None,
         )
 
     def _certificate(self, case: Case, hooks: list[CacheHook]) -> DecodeCertificate | None:

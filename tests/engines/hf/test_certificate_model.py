@@ -36,6 +36,9 @@ def test_the_certificate_only_observes(engine: Any, cases: list[Case], method: s
         assert with_.certificate_estimate_mean is not None
         assert with_.certificate_bound_max >= with_.certificate_bound_mean > 0
         assert with_.certificate_bound_mean >= with_.certificate_estimate_mean > 0
+        relative, estimate = with_.certificate_relative_bound_mean, with_.certificate_relative_estimate_mean
+        assert relative is not None and estimate is not None and relative >= estimate > 0
+        assert with_.certificate_cap_share is not None and 0.0 <= with_.certificate_cap_share <= 1.0
 
 
 @pytest.mark.model
@@ -61,3 +64,7 @@ def test_replay_gives_every_cell_its_true_error_within_the_bound(engine: Any, ca
     assert cells.true.numel() % per_step == 0 and cells.true.numel() >= per_step
     assert float(cells.true.max()) > 0
     assert cells.covered / cells.true.numel() >= 0.9
+    assert bool((cells.corrected <= cells.estimate + 1e-6).all()) and bool((cells.output_norm > 0).all())
+    assert set(cells.layer.tolist()) == set(range(config.num_hidden_layers))
+    assert set(cells.kv_head.tolist()) == set(range(config.num_key_value_heads))
+    assert cells.step.shape == cells.true.shape == cells.capped.shape

@@ -8,17 +8,23 @@ cache's output is (o_R + Σ_D w_j v_j) / (1 + Z_D) with Z_D = Σ_D w_j, hence th
 
 Horvitz–Thompson (1952, JASA 47) totals over the Poisson sample S estimate U and Z_D without bias:
 Û = Σ_S u_j / π_j, Ẑ = Σ_S w_j / π_j; their ratio is the Hájek (1971) estimate of the dropped tail's mean
-value, and the estimate is ê = ‖Û‖ / (1 + Ẑ). Under Poisson sampling E‖Û − U‖² = Σ_D (1 − π_j)/π_j ‖u_j‖²
-and Var Ẑ = Σ_D (1 − π_j)/π_j w_j², estimated without bias by σ̂²_U = Σ_S (1 − π_j)/π_j² ‖u_j‖² and
-σ̂²_Z = Σ_S (1 − π_j)/π_j² w_j² (Särndal et al. 1992, eq. 3.5.13). The bound spends δ = 1 − confidence
-half on each side, with inequalities that need no distributional shape (the weights are exponentials of
-logits, heavy-tailed, so a normal approximation is not assumed): Chebyshev's on the norm of Û − U,
+value. Under Poisson sampling E‖Û − U‖² = Σ_D (1 − π_j)/π_j ‖u_j‖² and Var Ẑ = Σ_D (1 − π_j)/π_j w_j²,
+estimated without bias by σ̂²_U = Σ_S (1 − π_j)/π_j² ‖u_j‖² and σ̂²_Z = Σ_S (1 − π_j)/π_j² w_j² (Särndal
+et al. 1992, eq. 3.5.13). The estimate is the Hájek one, ê = ‖Û‖ / (1 + Ẑ). Its square overstates e² by
+the sampling noise of δ̂ = Û / (1 + Ẑ), whose linearised variance (Särndal et al. §5.6, the ratio's residuals
+r_j = w_j (v_j − o_R − δ̂)) is estimated by σ̂²_δ = Σ_S (1 − π_j)/π_j² ‖r_j‖² / (1 + Ẑ)²; the
+noise-corrected estimate is ẽ = √max(0, ‖δ̂‖² − σ̂²_δ), kept beside ê (bench/certificate_coverage.py
+measures both against the exact error). The bound spends δ = 1 − confidence half on each side, with
+inequalities that need no distributional shape (the weights are exponentials of logits, heavy-tailed, so
+a normal approximation is not assumed): Chebyshev's on the norm of Û − U,
 P(‖Û − U‖ ≥ λ σ) ≤ 1/λ², λ_U = √(2/δ); Cantelli's one-sided one on Ẑ, λ_Z = √(2/δ − 1). Then, with
 probability ≥ 1 − δ up to the plug-in of σ̂ for σ,
 
     e ≤ (‖Û‖ + λ_U σ̂_U) / (1 + max(0, Ẑ − λ_Z σ̂_Z)),
 
 capped by the deterministic e ≤ max_D ‖v_j − o_R‖ ≤ max_D ‖v_j‖ + ‖o_R‖ (e is a share of that distance).
+Each cell also reports ‖o_R‖, so bound and estimate can be read relative to the output they perturb, and
+whether the cap (a statistic of the prompt's value norms, not of attention) is what binds.
 The floor on π keeps every term's weight 1/π_j finite, so σ is finite. What is bounded is the attention
 output of each head at each step, not the model's next token.
 
@@ -38,10 +44,15 @@ from kvgate.engines.hf.certificate.sampling import DroppedSample
 
 @dataclass(frozen=True)
 class StepCertificate:
-    """estimate, bound: [B, Hkv, G] for one layer at one decoding step ([L, B, Hkv, G] for all layers)."""
+    """[B, Hkv, G] for one layer at one decoding step ([L, B, Hkv, G] for all layers): the estimate, the
+    noise-corrected estimate and the bound of the error, ‖o_R‖ the retained output's norm, `capped` where
+    the cap is the bound."""
 
     estimate: torch.Tensor
     bound: torch.Tensor
+    output_norm: torch.Tensor
+    capped: torch.Tensor
+    corrected: torch.Tensor
 
 
 def multipliers(confidence: float) -> tuple[float, float]:
@@ -90,14 +101,22 @@ def certify_with_lse(
     numerator = torch.matmul(scaled.unsqueeze(-2), diff).squeeze(-2)  # Û [..., Hkv, G, D]
     tail = scaled.sum(dim=-1)  # Ẑ [..., Hkv, G]
     squared = weights * weights * coef
-    sigma_u = (squared * diff.square().sum(dim=-1)).sum(dim=-1).sqrt()
+    distance = diff.square().sum(dim=-1)  # ‖v_j − o_R‖² [..., Hkv, G, m]
+    sigma_u = (squared * distance).sum(dim=-1).sqrt()
     sigma_z = squared.sum(dim=-1).sqrt()
     lam_u, lam_z = multipliers(confidence)
     norm = numerator.norm(dim=-1)
-    estimate = norm / (1.0 + tail)
+    shift = numerator / (1.0 + tail).unsqueeze(-1)  # δ̂ = Û / (1 + Ẑ), the estimated o_full − o_R
+    cross = torch.matmul(diff, shift.unsqueeze(-1)).squeeze(-1)  # (v_j − o_R)·δ̂
+    residual = distance - 2.0 * cross + shift.square().sum(dim=-1, keepdim=True)  # ‖v_j − o_R − δ̂‖²
+    noise = (squared * residual).sum(dim=-1) / (1.0 + tail).square()
+    corrected = (shift.square().sum(dim=-1) - noise).clamp_min(0.0).sqrt()
     bound = (norm + lam_u * sigma_u) / (1.0 + (tail - lam_z * sigma_z).clamp_min(0.0))
-    cap = sample.value_radius.unsqueeze(-1) + out.norm(dim=-1)
-    return StepCertificate(estimate, torch.minimum(bound, cap))
+    output_norm = out.norm(dim=-1)
+    cap = sample.value_radius.unsqueeze(-1) + output_norm
+    return StepCertificate(
+        norm / (1.0 + tail), torch.minimum(bound, cap), output_norm, cap < bound, corrected
+    )
 
 
 def exact_error(

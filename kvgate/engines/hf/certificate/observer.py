@@ -46,13 +46,22 @@ class CertificateSettings:
     seed: tuple[int, ...] = (0,)
 
 
+RELATIVE_FLOOR = 1e-6
+"""‖o_R‖ below this counts as this when bound and estimate are read relative to it."""
+
+
 @dataclass(frozen=True)
 class CertificateSummary:
-    """Over decoding steps, layers and heads: the largest and the mean bound, the mean estimate, cells."""
+    """Over decoding steps, layers and heads (cells): the largest and the mean bound, the mean estimate;
+    the mean bound and estimate relative to ‖o_R‖ (how far attention moved, in units of the output it
+    moved); the share of cells whose bound is the deterministic cap; the number of cells."""
 
     bound_max: float
     bound_mean: float
     estimate_mean: float
+    relative_bound_mean: float
+    relative_estimate_mean: float
+    cap_share: float
     cells: int
 
 
@@ -61,7 +70,10 @@ class Cells:
     """Replay records, one row per (step, layer): each [B, Hkv, G]."""
 
     estimate: list[torch.Tensor] = field(default_factory=list)
+    corrected: list[torch.Tensor] = field(default_factory=list)
     bound: list[torch.Tensor] = field(default_factory=list)
+    output_norm: list[torch.Tensor] = field(default_factory=list)
+    capped: list[torch.Tensor] = field(default_factory=list)
     true: list[torch.Tensor] = field(default_factory=list)
     layer: list[int] = field(default_factory=list)
     step: list[int] = field(default_factory=list)
@@ -76,6 +88,8 @@ class DecodeCertificate:
     dropped: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     bounds: list[torch.Tensor] = field(default_factory=list)
     estimates: list[torch.Tensor] = field(default_factory=list)
+    output_norms: list[torch.Tensor] = field(default_factory=list)
+    capped: list[torch.Tensor] = field(default_factory=list)
     cells: Cells = field(default_factory=Cells)
 
     def record_eviction(
@@ -164,6 +178,8 @@ class DecodeCertificate:
         step = certify_with_lse(q, out, lse, self.stacked, scale, self.settings.confidence)
         self.bounds.append(step.bound)
         self.estimates.append(step.estimate)
+        self.output_norms.append(step.output_norm)
+        self.capped.append(step.capped)
         if self.replay:
             for i in range(len(modules)):
                 dropped_keys, dropped_values = self.dropped[i]
@@ -171,7 +187,10 @@ class DecodeCertificate:
                 true = exact_error(q[i], layer.keys, layer.values, dropped_keys, dropped_values, scale)
                 cells = self.cells
                 cells.estimate.append(step.estimate[i])
+                cells.corrected.append(step.corrected[i])
                 cells.bound.append(step.bound[i])
+                cells.output_norm.append(step.output_norm[i])
+                cells.capped.append(step.capped[i])
                 cells.true.append(true)
                 cells.layer.append(i)
                 cells.step.append(int(state["step"]))
@@ -180,10 +199,14 @@ class DecodeCertificate:
         """None when no decoding step was certified (the first token ended the output)."""
         if not self.bounds:
             return None
-        bounds = torch.stack(self.bounds)
+        bounds, estimates = torch.stack(self.bounds), torch.stack(self.estimates)
+        output_norm = torch.stack(self.output_norms).clamp_min(RELATIVE_FLOOR)
         return CertificateSummary(
             bound_max=float(bounds.max()),
             bound_mean=float(bounds.mean()),
-            estimate_mean=float(torch.stack(self.estimates).mean()),
+            estimate_mean=float(estimates.mean()),
+            relative_bound_mean=float((bounds / output_norm).mean()),
+            relative_estimate_mean=float((estimates / output_norm).mean()),
+            cap_share=float(torch.stack(self.capped).float().mean()),
             cells=bounds.numel(),
         )

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from kvgate.engines.base import ArmSetup
+from kvgate.engines.hf.certificate.observer import Cells
 from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
 
@@ -24,12 +25,20 @@ TOLERANCE = 1e-6
 
 @dataclass(frozen=True)
 class CaseCells:
-    """One case's cells, flattened over (step, layer, batch, key head, group): true, estimate, bound."""
+    """One case's cells, flattened over (step, layer, batch, key head, group), each tensor [cells]: the
+    true error, the estimate, the noise-corrected estimate, the bound, ‖o_R‖, whether the cap binds, and
+    each cell's step, layer and key head (to cluster cells that share a sample: one per layer and head)."""
 
     case_id: str
     true: torch.Tensor
     estimate: torch.Tensor
     bound: torch.Tensor
+    corrected: torch.Tensor
+    output_norm: torch.Tensor
+    capped: torch.Tensor
+    step: torch.Tensor
+    layer: torch.Tensor
+    kv_head: torch.Tensor
 
     @property
     def covered(self) -> int:
@@ -50,14 +59,31 @@ def replay(engine: Any, treatment: Treatment, cases: Sequence[Case]) -> list[Cas
             cells = session.last_certificate.cells if session.last_certificate else None
             if cells is None or not cells.true:
                 continue
-            out.append(
-                CaseCells(
-                    case.case_id,
-                    torch.stack(cells.true).flatten(),
-                    torch.stack(cells.estimate).flatten(),
-                    torch.stack(cells.bound).flatten(),
-                )
-            )
+            out.append(case_cells(case.case_id, cells))
     finally:
         session.close()
     return out
+
+
+def case_cells(case_id: str, cells: Cells) -> CaseCells:
+    """The replay records of one case ([B, Hkv, G] per (step, layer)) flattened, with each cell's indices."""
+    true = torch.stack(cells.true)  # [S·L, B, Hkv, G]
+    shape = true.shape
+
+    def index(values: torch.Tensor, dim: int) -> torch.Tensor:
+        view = [1] * len(shape)
+        view[dim] = -1
+        return values.view(view).expand(shape).flatten()
+
+    return CaseCells(
+        case_id,
+        true.flatten(),
+        torch.stack(cells.estimate).flatten(),
+        torch.stack(cells.bound).flatten(),
+        torch.stack(cells.corrected).flatten(),
+        torch.stack(cells.output_norm).flatten(),
+        torch.stack(cells.capped).flatten(),
+        step=index(torch.tensor(cells.step), 0),
+        layer=index(torch.tensor(cells.layer), 0),
+        kv_head=index(torch.arange(shape[2]), 2),
+    )
