@@ -86,9 +86,35 @@ def slice_reason(why: int, row: dict[str, Any], policy: Policy) -> str:
         return "no control passes"
     if why == proc.WHY_FEW:
         return f"{row['control_passes']} control passes < min {policy.min_control_passes}"
+    return leaning_reason(row)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def leaning_reason(row: dict[str, Any]) -> str:
+    """An inconclusive slice in words that say which way it leans: the point estimate above or below τ,
+    the interval between its one-sided bounds, and whether more cases or more clusters would settle it.
+
+    Above τ, only a lower bound past τ fails it (more failing cases); below τ, only an upper bound under
+    τ passes it (≈`passes_needed` control passes at this CFR). When its control passes fall in fewer
+    clusters than cases, the effective count is the clusters': more of them settle it, not more cases
+    of the same clusters."""
+    cfr, tau = row["cfr"] or 0.0, row["tau"]
+    interval = f"interval {_pct(row['cfr_lower'])}–{_pct(row['cfr_upper'])}"
+    n, g = row["control_passes"], row["clusters"]
+    clustered = 0 < g < n
+    settle = f"{'more clusters' if clustered else 'more cases'} would settle it"
+    if clustered:
+        settle += f" ({n} control passes in {g} cluster{'s' if g > 1 else ''})"
+    if cfr > tau:
+        return f"CFR {_pct(cfr)} above τ {_pct(tau)}, bound not yet significant ({interval}); {settle}"
     needed = row["passes_needed"]
-    more = f"; a PASS needs ≈{needed} control passes at this CFR" if needed and needed > 0 else ""
-    return "τ inside the confidence interval" + more
+    if needed and needed > 0 and not clustered:
+        settle += f": a PASS needs ≈{needed} control passes at this CFR"
+    side = "at" if cfr == tau else "below"
+    return f"CFR {_pct(cfr)} {side} τ {_pct(tau)}, upper bound not yet under τ ({interval}); {settle}"
 
 
 def slice_rows(
