@@ -49,7 +49,7 @@ def execute_sequential(ctx: RunContext) -> None:
         block = tuple(ctx.cases[int(i)] for i in order[start:end])
         start = int(end)
         run_pass(ctx, ArmRun(ctx.matrix.control, 0, 0, block))
-        refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix.control.name, ctx.cases, ctx.policy)
+        refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix, ctx.cases, ctx.policy)
         if ctx.matrix.aa_replicate:
             run_pass(ctx, ArmRun(ctx.matrix.control, 1, 0, block))
         ctx.control_tokens = None  # the control's tokens for this block: read again

@@ -150,7 +150,7 @@ class RayExecutor:
         try:
             passes = first_passes(ctx.matrix, ctx.cases)
             self._phase(ctx, dispatcher, target, passes[:1], "control")
-            refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix.control.name, ctx.cases, ctx.policy)
+            refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix, ctx.cases, ctx.policy)
             ctx.control_tokens = None
             self._phase(ctx, dispatcher, target, passes[1:], "candidates")
             reruns = []

@@ -18,6 +18,7 @@ from kvgate.gate.feasibility import check_control_winnable
 from kvgate.gate.policy import Policy
 from kvgate.runner.case_keys import cluster_key
 from kvgate.runner.store import read_results
+from kvgate.treatments.matrix import Matrix
 from kvgate.workload.case import Case, case_labels
 
 
@@ -32,11 +33,14 @@ def control_verdicts(run_dir: Path, control: str) -> dict[str, bool]:
     return dict(zip(rows["case_id"].to_pylist(), rows["passed"].to_pylist(), strict=True))
 
 
-def refuse_unwinnable_on_control(run_dir: Path, control: str, cases: Sequence[Case], policy: Policy) -> None:
-    """BadInput (exit 2) naming the first critical slice the control's passes so far cannot carry."""
-    if policy.allow_unwinnable:
+def refuse_unwinnable_on_control(
+    run_dir: Path, matrix: Matrix, cases: Sequence[Case], policy: Policy
+) -> None:
+    """BadInput (exit 2) naming the first critical slice the control's passes so far cannot carry; a
+    matrix without candidates (a control pass alone) has nothing to refuse."""
+    if policy.allow_unwinnable or not matrix.candidates:
         return
-    verdicts = control_verdicts(run_dir, control)
+    verdicts = control_verdicts(run_dir, matrix.control.name)
     check_control_winnable(
         policy,
         ((case_labels(c), c.critical, cluster_key(c, policy), verdicts.get(c.case_id)) for c in cases),

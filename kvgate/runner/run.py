@@ -114,7 +114,7 @@ def execute(ctx: RunContext) -> None:
     ctx.done = stored_keys(ctx.run_dir)
     control, *others = first_passes(ctx.matrix, ctx.cases)
     run_pass(ctx, control)
-    refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix.control.name, ctx.cases, ctx.policy)
+    refuse_unwinnable_on_control(ctx.run_dir, ctx.matrix, ctx.cases, ctx.policy)
     for arm_run in others:
         run_pass(ctx, arm_run)
     run_reruns(ctx, ctx.matrix.candidates)
