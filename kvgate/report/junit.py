@@ -1,8 +1,12 @@
 """JUnit XML: one test suite per arm, its verdict first as a test case of its own, then one per slice.
 
-fail → <failure>, error → <error>, pass → an empty test case. An inconclusive arm or gated slice is a
-<failure> by default (it does not clear the gate), or <skipped> with `inconclusive="skip"`. A signal
-slice fails a test only when it fails the arm; otherwise it passes, its figures in <system-out>.
+fail → <failure>, error → <error>, pass → a test case with its figures in <system-out>. An inconclusive
+arm or gated slice is a <failure> by default (it does not clear the gate), or <skipped> with
+`inconclusive="skip"` (for a job where inconclusive does not fail). A signal slice fails a test only
+when it fails the arm; otherwise it is <skipped type="signal"> (it gates nothing, so it is no passed
+test). Every `message` attribute is one short line (verdict and counts, at most MESSAGE_LIMIT
+characters), as CI summaries show it; the reason, what a verdict needs and the examples are the
+element's body.
 """
 
 from __future__ import annotations
@@ -17,17 +21,33 @@ ARM_CASE = "(arm decision)"
 INCONCLUSIVE = ("failure", "skip")
 """What an inconclusive arm or gated slice becomes: a <failure> (default) or a <skipped> test."""
 EXAMPLES = 5
+MESSAGE_LIMIT = 160
+SIGNAL = "signal slice: not gated (it fails the arm only on a clear regression)"
 
 
-def _message(s: dict[str, Any]) -> str:
+def _one_line(message: str) -> str:
+    line = message.splitlines()[0] if message else ""
+    return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
+
+
+def _counts(s: dict[str, Any]) -> str:
+    return (
+        f"CFR {s['cache_induced_failures']}/{s['control_passes']} = {pct(s['cfr'])}, "
+        f"upper {pct(s['cfr_upper'])}, τ {pct(s['tau'])}"
+    )
+
+
+def _summary(s: dict[str, Any]) -> str:
+    return f"{s['role']} · {s['decision']}: {_counts(s)}"
+
+
+def _details(s: dict[str, Any]) -> str:
     adjusted = s["adjusted_p"] if s["role"] == "gate" else s["q_value"]
     label = "adjusted p" if s["role"] == "gate" else "BH q"
     flag = ", stands out" if s.get("flagged") else ""
     return (
-        f"{s['role']}{flag} · {s['decision']}: {s['reason']}; "
-        f"{label} {'—' if adjusted is None else f'{adjusted:.3g}'}; "
-        f"CFR {s['cache_induced_failures']}/{s['control_passes']} = {pct(s['cfr'])}, "
-        f"upper {pct(s['cfr_upper'])}, τ {pct(s['tau'])}"
+        f"{s['role']}{flag} · {s['decision']}: {s['reason']}\n"
+        f"{label} {'—' if adjusted is None else f'{adjusted:.3g}'}; {_counts(s)}"
     )
 
 
@@ -35,19 +55,25 @@ def _element(decision: str, gated: bool, inconclusive: str) -> str | None:
     """The JUnit element a decision becomes (None: the test passes)."""
     if decision == "fail":
         return "failure"
+    if not gated:
+        return "skipped"
     if decision == "error":
-        return "error" if gated else None
-    if decision == "inconclusive" and gated:
+        return "error"
+    if decision == "inconclusive":
         return "skipped" if inconclusive == "skip" else "failure"
     return None
 
 
-def _case(suite: ET.Element, classname: str, name: str, element: str | None, message: str, kind: str) -> str:
+def _case(
+    suite: ET.Element, classname: str, name: str, element: str | None, outcome: tuple[str, str, str]
+) -> str:
+    """One test case; `outcome`: its one-line message, the details for its body, and its type."""
+    message, body, kind = outcome
     case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name, "time": "0"})
     if element is not None:
-        ET.SubElement(case, element, {"message": message, "type": kind}).text = message
+        ET.SubElement(case, element, {"message": _one_line(message), "type": kind}).text = body
     else:
-        ET.SubElement(case, "system-out").text = message
+        ET.SubElement(case, "system-out").text = body
     return element or "pass"
 
 
@@ -81,10 +107,15 @@ def render_junit(report: dict[str, Any], inconclusive: str = "failure") -> str:
             ET.SubElement(props, "property", {"name": key, "value": str(value)})
         classname = f"kvgate.{arm['arm']}"
         element = _element(arm["decision"], True, inconclusive)
-        outcomes = [_case(suite, classname, ARM_CASE, element, _arm_message(arm), arm["decision"])]
+        name, decision, _ = text.verdict_parts(arm)
+        headline = f"{name}: {decision} · {text.cfr_summary(text.headline_slice(arm))}"
+        outcome = (headline, _arm_message(arm), arm["decision"])
+        outcomes = [_case(suite, classname, ARM_CASE, element, outcome)]
         for s in arm["slices"]:
             element = _element(s["decision"], s["gated"], inconclusive)
-            outcomes.append(_case(suite, classname, s["slice"], element, _message(s), s["decision"]))
+            signal = not s["gated"] and element == "skipped"
+            outcome = (SIGNAL if signal else _summary(s), _details(s), "signal" if signal else s["decision"])
+            outcomes.append(_case(suite, classname, s["slice"], element, outcome))
         counts = {"tests": len(outcomes)} | {key: outcomes.count(element) for element, key in counted.items()}
         for key, value in counts.items():
             suite.set(key, str(value))
@@ -107,7 +138,7 @@ def _regressions(root: ET.Element, compare: dict[str, Any], totals: dict[str, in
         case = ET.SubElement(
             suite, "testcase", {"classname": classname, "name": f"{r['arm']} / {r['slice']}", "time": "0"}
         )
-        ET.SubElement(case, "failure", {"message": line, "type": "regression"}).text = line
+        ET.SubElement(case, "failure", {"message": _one_line(line), "type": "regression"}).text = line
     if not lines:
         ET.SubElement(suite, "testcase", {"classname": classname, "name": "no regressions", "time": "0"})
     counts = {"tests": max(len(lines), 1), "failures": len(lines), "errors": 0, "skipped": 0}

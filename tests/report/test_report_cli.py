@@ -129,18 +129,22 @@ def test_junit_has_one_case_per_arm_and_slice(fixed_run: Path) -> None:
             decisions = [arm["decision"]] + [s["decision"] for s in arm["slices"]]
             for case, decision, gate in zip(cases, decisions, gated, strict=True):
                 kinds = [child.tag for child in case]
-                if not gate and decision != "fail":  # a signal that does not fail the arm passes
-                    assert kinds == ["system-out"]
+                if not gate and decision != "fail":  # a signal that does not fail the arm gates nothing
+                    assert kinds == ["skipped"] and case[0].get("type") == "signal"
                     continue
                 element = {"pass": "system-out", "fail": "failure", "error": "error"}.get(
                     decision, inconclusive
                 )
                 assert kinds == [element]
+                if element != "system-out":  # one short line; the details are the body
+                    message = case[0].get("message", "")
+                    assert "\n" not in message and len(message) <= 160 and case[0].text, message
             code = suite.find("properties/property[@name='exit_code']")
             assert code is not None and code.get("value") == str(arm["exit_code"])
     total = sum(len(a["slices"]) + 1 for a in data["arms"])
     assert root.get("tests") == str(total)
     assert int(root.get("failures", "0")) == len(root.findall(".//failure"))
+    assert int(root.get("skipped", "0")) == len(root.findall(".//skipped"))
 
 
 def test_output_file_and_formats(fixed_run: Path, tmp_path: Path) -> None:
