@@ -180,3 +180,25 @@ def test_a_run_without_its_results_folder_is_not_complete(
     result = CliRunner().invoke(cli, ["report", str(run_dir)])
     assert result.exit_code == 2, (result.exit_code, result.output[-300:])
     assert "not a complete run" in result.stderr and result.stderr.count("\n") == 1, result.stderr[:300]
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("ftp://127.0.0.1:8000", "is not an http:// or https:// URL with a host"),
+        ("http://", "is not an http:// or https:// URL with a host"),
+        ("http:///v1", "is not an http:// or https:// URL with a host"),
+        ("http://127.0.0.1:99999", "Port out of range"),
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:8000/ v1", "holds a space or control character"),
+    ],
+)
+def test_an_endpoint_that_can_never_work_is_bad_input(
+    tmp_path: Path, smoke_workload: Path, url: str, message: str
+) -> None:
+    """Once reported as an engine error (exit 4) after the run began; now refused before, exit 2."""
+    args = ["run", "-w", str(smoke_workload), "--endpoint", f"*={url}", "-o", str(tmp_path / "runs")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output[-300:]
+    assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert not (tmp_path / "runs").exists()

@@ -1,10 +1,11 @@
 """Completions requests over one async HTTP client: bounded in flight, timed, retried when transient.
 
-Each case gets at most `timeout_s` in all (its attempts together); running past it is a timeout of that
-case, not an error of the pass. A transport failure (connection refused or reset, a dropped connection)
-or an answer 502/503 is retried up to `retries` times, `backoff_s` doubling between attempts; when a
-launched server has died meanwhile, or the retries run out, the whole pass fails (EngineFailure: the
-stack is gone, and the rows stored so far stay). Any other error status, and an answer that cannot be
+Each case gets at most `timeout_s` in all (its attempts together, each from connecting to the last
+byte of the answer: `bounded_http`); running past it is a timeout of that case, not an error of the
+pass. A transport failure (connection refused or reset, a dropped connection) or an answer 502/503 is
+retried up to `retries` times, `backoff_s` doubling between attempts; when a launched server has died
+meanwhile, or the retries run out, the whole pass fails (EngineFailure: the stack is gone, and the rows
+stored so far stay). Any other error status, an answer over the byte cap, and an answer that cannot be
 read, is an engine error of that case alone. Results come back in the order the cases were given,
 whatever order they complete in.
 """
@@ -12,6 +13,7 @@ whatever order they complete in.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from kvgate.engines.server.bounded_http import ResponseTooLarge, exchange
 from kvgate.engines.server.response import Completion, MalformedResponse, parse_completion
 from kvgate.engines.server.tls import tls_context
 from kvgate.errors import EngineFailure
@@ -91,15 +94,17 @@ class CompletionClient:
             if remaining <= 0:
                 break
             try:
-                async with asyncio.timeout(remaining):
-                    response = await self.http.post(f"{self.url}/v1/completions", json=request.body)
-                    if response.status_code not in TRANSIENT_STATUS:
-                        return _outcome(request, response, attempt, time.perf_counter() - start)
-                last = f"HTTP {response.status_code}"
+                url = f"{self.url}/v1/completions"
+                status, body = await exchange(self.http, "POST", url, remaining, json=request.body)
+                if status not in TRANSIENT_STATUS:
+                    return _outcome(request, status, body, attempt, time.perf_counter() - start)
+                last = f"HTTP {status}"
             except TimeoutError:
                 break
             except (httpx.ReadTimeout, httpx.WriteTimeout):
                 break
+            except ResponseTooLarge as exc:  # that answer, not the server: an error of this case
+                return Outcome(None, str(exc), False, attempt, time.perf_counter() - start)
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             gone = self.died()
@@ -124,12 +129,15 @@ def _first(group: BaseExceptionGroup[Any]) -> BaseException:
     return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-def _outcome(request: Request, response: httpx.Response, attempts: int, latency: float) -> Outcome:
-    if response.status_code != 200:
-        message = response.text.strip().replace("\n", " ")[:MAX_ERROR_CHARS]
-        return Outcome(None, f"server answered {response.status_code}: {message}", False, attempts, latency)
+def _outcome(request: Request, status: int, body: bytes, attempts: int, latency: float) -> Outcome:
+    if status != 200:
+        message = body.decode("utf-8", "replace").strip().replace("\n", " ")[:MAX_ERROR_CHARS]
+        return Outcome(None, f"server answered {status}: {message}", False, attempts, latency)
     try:
-        completion = parse_completion(response.json(), request.n_prompt)
+        completion = parse_completion(json.loads(body), request.n_prompt)
+    except RecursionError:
+        error = f"malformed response for case {request.case_id}: JSON nested too deeply"
+        return Outcome(None, error, False, attempts, latency)
     except (MalformedResponse, ValueError) as exc:
         error = f"malformed response for case {request.case_id}: {exc}"
         return Outcome(None, error, False, attempts, latency)

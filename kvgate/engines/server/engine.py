@@ -33,8 +33,9 @@ import httpx
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_seconds
 from kvgate.engines.options import vllm_engine_arg_names
+from kvgate.engines.server import bounded_http
 from kvgate.engines.server.client import CompletionClient, Outcome, Request
-from kvgate.engines.server.endpoints import endpoint_for
+from kvgate.engines.server.endpoints import TOKEN_ENV, check_url, endpoint_for
 from kvgate.engines.server.flags import server_flags
 from kvgate.engines.server.launch import (
     HOST,
@@ -48,7 +49,6 @@ from kvgate.engines.server.launch import (
 )
 from kvgate.engines.server.metrics import preemptions
 from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_record
-from kvgate.engines.server.tls import tls_context
 from kvgate.engines.vllm_args import (
     ARM_KEYS,
     DEFAULT_OFFLOAD_GIB,
@@ -74,6 +74,8 @@ SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 DEVICES = ("cpu", "gpu")
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
 RESET_ATTEMPTS = 100
+MODELS_DEADLINE_S = 30.0
+"""The most asking a given endpoint for its model may take, in all (or `timeout_s` when shorter)."""
 
 
 class ServerEngine:
@@ -112,6 +114,8 @@ class ServerEngine:
         ):
             raise BadInput("server engine: give endpoints with --endpoint ARM=URL (repeatable)")
         self.endpoints = dict(endpoints or {})
+        for arm, url in self.endpoints.items():
+            check_url(url, f"server engine: endpoint of {arm!r}")
         if self.endpoints and command is not None:
             raise BadInput("server engine: give --endpoint or a command template, not both")
         self.form = "endpoint" if self.endpoints else "launched"
@@ -146,8 +150,10 @@ class ServerEngine:
                 self.model_path = vllm_model_folder(model_folder(model))
         elif vllm_options or dtype or enforce_eager is not None:
             raise BadInput("server engine: vLLM options apply to launched servers, not to given endpoints")
+        self.vocab_size: int | None = None
         if self.model_path is not None or model.available():  # the end-of-sequence ids to strip
             self.eos_ids = end_of_sequence_ids(self.model_path or model_folder(model))
+            self.vocab_size = vocabulary_size(self.model_path or model_folder(model))
         self.platform = VLLMPlatform(
             device=self.device,
             offload_refusal=OFFLOAD_ON_CPU if self.device == "cpu" else None,
@@ -291,7 +297,7 @@ class ServerSession:
         if engine.form == "endpoint":
             url = endpoint_for(engine.endpoints, setup.arm)
             assert url is not None  # refused before otherwise
-            return url, _endpoint_model(url, label)
+            return url, _endpoint_model(url, label, min(MODELS_DEADLINE_S, engine.timeout_s))
         args = arm_args(engine.base_args, setup.treatment, engine.offload_gib, setup.kv_blocks)
         port = free_port()
         values = {
@@ -358,6 +364,11 @@ class ServerSession:
         if completion is None:
             return Generation.failed(case, outcome.error or "no answer")
         tokens = list(completion.token_ids)
+        vocab = self.engine.vocab_size
+        if vocab is not None and tokens and max(tokens) >= vocab:
+            return Generation.failed(
+                case, f"the server answered token id {max(tokens)}, beyond the vocabulary of {vocab}"
+            )
         logprobs = list(completion.logprobs)
         if completion.finish_reason == "stop" and tokens and tokens[-1] in self.engine.eos_ids:
             tokens.pop()  # as the in-process engines: outputs end before the end-of-sequence token
@@ -395,25 +406,26 @@ class ServerSession:
         loaded back from the host (as the in-process engine does between its two passes)."""
         for _ in range(RESET_ATTEMPTS):
             try:
-                answer = httpx.post(f"{self.url}/reset_prefix_cache", timeout=30.0, verify=tls_context())
-            except httpx.HTTPError as exc:
-                raise EngineFailure(f"arm {self.setup.arm!r}: /reset_prefix_cache failed: {exc}") from None
-            if answer.status_code == 404:
+                status, body = bounded_http.request("POST", f"{self.url}/reset_prefix_cache", 30.0)
+            except (httpx.HTTPError, TimeoutError) as exc:
+                reason = str(exc) or "no answer within 30 s"
+                raise EngineFailure(f"arm {self.setup.arm!r}: /reset_prefix_cache failed: {reason}") from None
+            if status == 404:
                 raise EngineFailure(
                     f"arm {self.setup.arm!r}: the server has no /reset_prefix_cache (vLLM serves it with "
                     f"{DEV_MODE}=1), so offloaded blocks cannot be told from the device cache"
                 )
-            if answer.status_code == 200 and answer.json().get("success"):
+            if status == 200 and _succeeded(body):
                 return
             time.sleep(0.05)
         raise EngineFailure(f"arm {self.setup.arm!r}: the server kept refusing to reset its prefix cache")
 
     def _preemptions(self) -> int | None:
         try:
-            response = httpx.get(f"{self.url}/metrics", timeout=10.0, verify=tls_context())
-        except httpx.HTTPError:
+            status, body = bounded_http.request("GET", f"{self.url}/metrics", 10.0)
+        except (httpx.HTTPError, TimeoutError):
             return None
-        return preemptions(response.text) if response.status_code == 200 else None
+        return preemptions(body.decode("utf-8", "replace")) if status == 200 else None
 
     def _write_record(self) -> None:
         if self.setup.run_dir is None:
@@ -469,17 +481,40 @@ def end_of_sequence_ids(folder: Path) -> set[int]:
     return ids
 
 
+def vocabulary_size(folder: Path) -> int | None:
+    """The model's `vocab_size` from its config (None when it names none)."""
+    try:
+        value = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("vocab_size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def _attempt(setup: ArmSetup) -> int:
     """The pass's attempt number, read from its namespace (`…:a<attempt>`)."""
     tail = setup.namespace.rsplit(":a", 1)[-1]
     return int(tail) if tail.isdigit() else 0
 
 
-def _endpoint_model(url: str, label: str) -> str:
+def _succeeded(body: bytes) -> bool:
     try:
-        listing = httpx.get(f"{url}/v1/models", timeout=30.0, verify=tls_context())
-        model = served_model_id(listing.json()) if listing.status_code == 200 else None
-    except (httpx.HTTPError, ValueError) as exc:
+        answer = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(answer, dict) and bool(answer.get("success"))
+
+
+def _endpoint_model(url: str, label: str, deadline_s: float) -> str:
+    """The model a given endpoint serves, asked within `deadline_s` in all."""
+    try:
+        status, body = bounded_http.request("GET", f"{url}/v1/models", deadline_s)
+        if status != 200:
+            hint = f" (set ${TOKEN_ENV} to the server's token)" if status in (401, 403) else ""
+            raise EngineFailure(f"{label}: {url}/v1/models answered HTTP {status}{hint}")
+        model = served_model_id(json.loads(body))
+    except TimeoutError:
+        raise EngineFailure(f"{label}: {url}/v1/models gave no answer within {deadline_s:g} s") from None
+    except (httpx.HTTPError, ValueError, RecursionError) as exc:
         raise EngineFailure(f"{label}: {url}/v1/models does not answer: {exc}") from None
     if model is None:
         raise EngineFailure(f"{label}: {url}/v1/models names no model")

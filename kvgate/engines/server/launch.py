@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib.metadata
+import json
 import os
 import shlex
 import signal
@@ -28,7 +29,7 @@ from typing import IO
 
 import httpx
 
-from kvgate.engines.server.tls import tls_context
+from kvgate.engines.server import bounded_http
 from kvgate.errors import BadInput, EngineFailure
 
 HOST = "127.0.0.1"
@@ -40,6 +41,8 @@ MODULE_TEMPLATE = (
 distribution named `vllm` and exits before serving, while the module entry point serves."""
 PLACEHOLDERS = frozenset({"model", "host", "port", "vllm", "python", "arm_flags"})
 POLL_S = 0.2
+POLL_DEADLINE_S = 5.0
+"""The most one readiness poll (/health, then /v1/models) may take, in all."""
 PR_SET_PDEATHSIG = 1
 LOG_TAIL_BYTES = 4096
 
@@ -178,34 +181,35 @@ class LaunchedServer:
             self._log = None
 
     def _wait_ready(self, url: str, ready_s: float) -> str:
+        """Poll until the server names its model; every poll ends by the deadline, however slowly the
+        server answers (`bounded_http`)."""
         deadline = time.monotonic() + ready_s
-        with httpx.Client(timeout=5.0, verify=tls_context()) as client:
-            while True:
-                gone = self.died()
-                if gone:
-                    raise EngineFailure(f"{self.label}: {gone}")
-                model = _served_model(client, url)
-                if model is not None:
-                    return model
-                if time.monotonic() > deadline:
-                    tail = log_tail(self.log_path)
-                    raise EngineFailure(
-                        f"{self.label}: the server was not ready within {ready_s:g} s "
-                        f"(log {self.log_path}{': ' + tail if tail else ''})"
-                    )
-                time.sleep(POLL_S)
+        while True:
+            gone = self.died()
+            if gone:
+                raise EngineFailure(f"{self.label}: {gone}")
+            model = _served_model(url, min(POLL_DEADLINE_S, max(0.01, deadline - time.monotonic())))
+            if model is not None:
+                return model
+            if time.monotonic() > deadline:
+                tail = log_tail(self.log_path)
+                raise EngineFailure(
+                    f"{self.label}: the server was not ready within {ready_s:g} s "
+                    f"(log {self.log_path}{': ' + tail if tail else ''})"
+                )
+            time.sleep(POLL_S)
 
 
-def _served_model(client: httpx.Client, url: str) -> str | None:
+def _served_model(url: str, deadline_s: float) -> str | None:
     """The first model id `url` serves once /health answers 200, else None (not ready yet)."""
+    start = time.monotonic()
     try:
-        if client.get(f"{url}/health").status_code != 200:
+        if bounded_http.request("GET", f"{url}/health", deadline_s)[0] != 200:
             return None
-        listing = client.get(f"{url}/v1/models")
-        if listing.status_code != 200:
-            return None
-        return served_model_id(listing.json())
-    except (httpx.HTTPError, ValueError):
+        left = max(0.01, deadline_s - (time.monotonic() - start))
+        status, body = bounded_http.request("GET", f"{url}/v1/models", left)
+        return served_model_id(json.loads(body)) if status == 200 else None
+    except (httpx.HTTPError, TimeoutError, ValueError, RecursionError):
         return None
 
 

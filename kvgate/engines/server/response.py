@@ -39,8 +39,8 @@ def parse_completion(body: Any, n_prompt: int) -> Completion:
     tokens = choice.get("token_ids")
     if not isinstance(tokens, list) or not _ints(tokens):
         raise MalformedResponse(
-            "choices[0].token_ids is missing or not a list of token ids (the server must honour "
-            "return_token_ids)"
+            "choices[0].token_ids is missing or not a list of token ids in [0, 2^31) (the server must "
+            "honour return_token_ids)"
         )
     text = choice.get("text")
     if not isinstance(text, str):
@@ -73,8 +73,12 @@ def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+MAX_TOKEN_ID = (1 << 31) - 1
+"""Token ids are stored as int32; one beyond is no token of any vocabulary."""
+
+
 def _ints(value: Any) -> bool:
-    return isinstance(value, list) and all(_int(v) and v >= 0 for v in value)
+    return isinstance(value, list) and all(_int(v) and 0 <= v <= MAX_TOKEN_ID for v in value)
 
 
 def _logprobs(value: Any, n_tokens: int) -> tuple[float, ...]:

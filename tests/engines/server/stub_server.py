@@ -14,12 +14,16 @@ Faults (seeded, per prompt):
   token_ids; die_after: the process exits (status 3) after that many answers (once, with die_marker:
   not again once the marker file exists); leak_salt: the prefix
   cache ignores cache_salt; preempt_at: a request arriving with at least this many in flight counts
-  one preemption in /metrics.
+  one preemption in /metrics;
+- misbehave: "trickle-models" (/v1/models answers a byte a second), "trickle" (every completion
+  likewise), "endless" (a completion's body never ends), "huge-ids" (token ids beyond int32),
+  "deep" (a completion nested 100,000 arrays deep).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -66,6 +70,9 @@ class StubOptions:
     die_marker: Path | None = None
     leak_salt: bool = False
     preempt_at: int = 0
+    misbehave: str = ""
+    token: str = ""
+    """When set, every request must carry `Authorization: Bearer <token>` (else 401)."""
 
 
 class StubState:
@@ -107,10 +114,24 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return
 
+    def _refused(self) -> bool:
+        token = self.state.options.token
+        if token and self.headers.get("Authorization") != f"Bearer {token}":
+            if self.command == "POST":
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self._send(401, b"unauthorized")
+            return True
+        return False
+
     def do_GET(self) -> None:
+        if self._refused():
+            return
         if self.path == "/health":
             self._send(200, b"")
         elif self.path == "/v1/models":
+            if self.state.options.misbehave == "trickle-models":
+                self._trickle(json.dumps({"object": "list", "data": [{"id": "stub"}]}).encode())
+                return
             self._json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
         elif self.path == "/metrics":
             text = (
@@ -123,6 +144,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, b"not found")
 
     def do_POST(self) -> None:
+        if self._refused():
+            return
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
         if self.path.startswith("/reset_prefix_cache"):  # the cache stays: it stands for the offload tier
@@ -178,8 +201,12 @@ class Handler(BaseHTTPRequestHandler):
         if dying:
             state.on_death()
             return
+        if self._misbehaved(o.misbehave):
+            return
         words = answer.split()[:max_tokens]
         tokens = word_tokens(" ".join(words))
+        if o.misbehave == "huge-ids":
+            tokens = [t + (1 << 31) for t in tokens]
         choice: dict[str, Any] = {"index": 0, "text": " ".join(words), "finish_reason": "stop"}
         if not _hit(o.seed, "malformed", key, o.malformed_share):
             choice["token_ids"] = tokens
@@ -193,6 +220,37 @@ class Handler(BaseHTTPRequestHandler):
         }
         self._json(200, {"id": f"cmpl-{number}", "object": "text_completion", "model": "stub",
                          "choices": [choice], "usage": usage})  # fmt: skip
+
+    def _misbehaved(self, how: str) -> bool:
+        """Answer as the `misbehave` fault says (True), or leave the answer to the caller (False)."""
+        if how == "trickle":
+            self._trickle(b'{"choices": []}')
+        elif how == "deep":
+            self._send(200, b"[" * 100_000 + b"]" * 100_000, "application/json")
+        elif how == "endless":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            chunk = b"[" + b" " * (1 << 16) + b"\r\n"
+            with contextlib.suppress(OSError):  # until the client hangs up
+                while True:
+                    self.wfile.write(b"%x\r\n" % (len(chunk) - 2) + chunk)
+        else:
+            return False
+        return True
+
+    def _trickle(self, data: bytes) -> None:
+        """`data` as a 200 answer, one byte a second (each byte well within any read timeout)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            for byte in data:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(1.0)
 
     def _json(self, status: int, payload: Any) -> None:
         self._send(status, json.dumps(payload).encode(), "application/json")
