@@ -13,7 +13,7 @@ from kvgate.report.schema import report_errors
 
 
 def assert_fits_schema(report: Any) -> None:
-    """The parsed report JSON fits `kvgate/data/reports/report.schema.json`."""
+    """The parsed report JSON fits `reports/templates/report.schema.json`."""
     errors = report_errors(report)
     assert not errors, "the report JSON does not fit its schema:\n" + "\n".join(errors)
 

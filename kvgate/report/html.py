@@ -1,7 +1,7 @@
 """One self-contained HTML file: verdicts per arm first, then gains, failing examples, tables and plots
 (inline SVG), no external assets.
 
-The page is the Jinja2 template `kvgate/data/reports/report.html.j2`, autoescaped; this module only
+The page is the Jinja2 template `reports/templates/report.html.j2`, autoescaped; this module only
 arranges the report JSON's wording (`text`) and plots (`plots`) into the values it reads.
 """
 

@@ -1,4 +1,4 @@
-"""The report JSON's schema (`kvgate/data/reports/report.schema.json`, JSON Schema 2020-12) and its check.
+"""The report JSON's schema (`reports/templates/report.schema.json`, JSON Schema 2020-12) and its check.
 
 The schema is the contract of what `kvgate report --format json` and `kvgate run --json` print: every
 field, its type, its bounds and the decisions it may take. `docs/reference.md` describes the fields.

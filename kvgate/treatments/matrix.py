@@ -1,4 +1,4 @@
-"""Matrix specs (TOML; shipped ones in `kvgate/data/treatments/`): the treatments and the arms a run compares.
+"""Matrix specs (TOML; shipped ones in `treatments/`): the treatments and the arms a run compares.
 
     [matrix]
     description = "…"

@@ -1,4 +1,4 @@
-"""Suite specs (TOML; shipped ones under `kvgate/data/suites/`): a name, a description and generator entries.
+"""Suite specs (TOML; shipped ones under `suites/`): a name, a description and generator entries.
 
     name = "smoke"
     description = "…"

@@ -1,5 +1,6 @@
 """The built wheel on its own: installed into a fresh virtualenv and run from a folder outside the
-checkout, it finds its shipped suites, matrices, policy and report template."""
+checkout, it holds every shipped file of the top-level `suites/`, `treatments/` and `reports/templates/`
+under `kvgate/data/` and finds its suites, matrices, policy and report template there."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FORMATS = ("table", "md", "html", "json", "junit")
+SHIPPED = {"suites": "suites", "treatments": "treatments", "reports/templates": "reports"}
+"""Each shipped folder of the checkout → where the wheel puts it below kvgate/data/."""
 
 
 def _call(*argv: str | Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -26,7 +29,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site-packages through a .pth line (no index is reachable), which does not load the editable install."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"  # a copy, so that the build writes nothing into the checkout
-    shutil.copytree(REPO / "kvgate", source / "kvgate", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("kvgate", "suites", "treatments", "reports"):
+        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
@@ -55,6 +59,10 @@ def test_the_installed_wheel_gates_and_reports_outside_the_checkout(venv: Path, 
         venv / "bin" / "python", "-c", "import kvgate; print(kvgate.__file__)", cwd=tmp_path, env=env
     )
     assert where.stdout.startswith(str(venv)), where.stdout + where.stderr
+    data = Path(where.stdout.strip()).parent / "data"
+    for folder, packaged in SHIPPED.items():
+        files = sorted(p.name for p in (REPO / folder).iterdir() if p.is_file())
+        assert files and files == sorted(p.name for p in (data / packaged).iterdir()), folder
 
     suites = _call(kvgate, "suites", cwd=tmp_path, env=env)
     assert suites.returncode == 0, suites.stderr

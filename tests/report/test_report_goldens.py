@@ -1,4 +1,5 @@
-"""Goldens of every renderer on the fixed run (fixed-width Console, no colour).
+"""Goldens of every renderer on the fixed run (fixed-width Console, no colour), kept as the example
+reports in every format under the checkout's `reports/examples/`.
 
 Volatile fields (run id, creation time, workload hash, versions) are normalised first, floats rounded to
 10 significant digits (test_report_hand_computed.py checks exact values), and the HTML's SVG bodies are
@@ -25,7 +26,7 @@ from kvgate.cli import cli
 from kvgate.report.renderers import render
 from kvgate.report.terminal import render_terminal
 
-GOLDENS = Path(__file__).parent / "goldens"
+GOLDENS = Path(__file__).resolve().parents[2] / "reports" / "examples"
 UPDATE = os.environ.get("KVGATE_UPDATE_GOLDENS") == "1"
 
 

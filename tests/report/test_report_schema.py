@@ -1,4 +1,4 @@
-"""The report JSON's schema (kvgate/data/reports/report.schema.json): reports of varied fake-engine runs
+"""The report JSON's schema (reports/templates/report.schema.json): reports of varied fake-engine runs
 fit it, every decision and optional block among them, and it refuses what a report may not hold."""
 
 from __future__ import annotations
