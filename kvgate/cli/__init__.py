@@ -7,6 +7,7 @@ command runs, so `kvgate --help` stays fast.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 import click
@@ -23,6 +24,8 @@ COMMANDS = {
     "engines": "kvgate.cli.listing:engines",
     "models": "kvgate.cli.listing:models",
 }
+PATH_COMMANDS = ("freeze", "run", "report", "simulate")
+"""Commands that resolve paths against the current folder and store or print them."""
 SUMMARIES = {
     "freeze": "Freeze suites into a versioned, hashed Parquet workload.",
     "run": "Run the control and every candidate arm; store results; gate.",
@@ -81,10 +84,28 @@ class LazyGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """No argument may hold a NUL byte (no path or name can): one line, exit 2."""
+        """No argument may hold a NUL byte (no path or name can) or bytes that are not UTF-8 (kvgate stores
+        paths as UTF-8 text), nor may a command that resolves paths run from a folder whose path is not
+        UTF-8: one line, exit 2."""
         bad = next((a for a in args if "\x00" in a), None)
         if bad is not None:
             click.echo(f"kvgate: error: argument {bad[:60]!r} holds a NUL byte", err=True)
+            ctx.exit(2)
+        undecodable = next((a for a in args if not _utf8(a)), None)
+        if undecodable is not None:  # kvgate stores paths and names as UTF-8 text
+            shown = ascii(undecodable[:60])
+            click.echo(
+                f"kvgate: error: argument {shown} holds bytes that are not UTF-8; rename the file or "
+                "folder it names to a UTF-8 name",
+                err=True,
+            )
+            ctx.exit(2)
+        if args and args[0] in PATH_COMMANDS and not _utf8(_cwd()):
+            click.echo(
+                f"kvgate: error: the current folder {_cwd()!a} holds bytes that are not UTF-8; run "
+                "kvgate from a folder whose path is UTF-8",
+                err=True,
+            )
             ctx.exit(2)
         return super().parse_args(ctx, args)
 
@@ -95,6 +116,22 @@ class LazyGroup(click.Group):
 
             raise click.UsageError(str(unknown_name("command", name, list(COMMANDS))))
         return super().resolve_command(ctx, args)
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed while we stand in it: the command says so when it resolves a path
+        return ""
+
+
+def _utf8(text: str) -> bool:
+    """Whether `text` is valid UTF-8 (an argument holding other bytes arrives with surrogate escapes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _interrupted(exc: KeyboardInterrupt) -> str:

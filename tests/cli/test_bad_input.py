@@ -202,3 +202,40 @@ def test_an_endpoint_that_can_never_work_is_bad_input(
     assert result.exit_code == 2, result.output[-300:]
     assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+NOT_UTF8 = "x\udcff"
+"""A name holding the byte 0xff, as Python hands over such a command-line argument."""
+PATH_ARGS = {
+    "run -w": lambda w, t: ["run", "--engine", "fake", "-w", str(t / f"{NOT_UTF8}.parquet"), "-o", str(t)],
+    "run -o": lambda w, t: ["run", "--engine", "fake", "-w", w, "-o", str(t / NOT_UTF8)],
+    "run --run-dir": lambda w, t: ["run", "--engine", "fake", "-w", w, "--run-dir", str(t / NOT_UTF8)],
+    "run --resume": lambda w, t: ["run", "--resume", str(t / NOT_UTF8)],
+    "run --policy": lambda w, t: ["run", "--engine", "fake", "-w", w, "--policy", str(t / NOT_UTF8)],
+    "freeze -o": lambda w, t: ["freeze", "smoke", "-o", str(t / f"{NOT_UTF8}.parquet")],
+    "freeze --check": lambda w, t: ["freeze", "--check", str(t / f"{NOT_UTF8}.parquet")],
+    "simulate -w": lambda w, t: ["simulate", "-w", str(t / f"{NOT_UTF8}.parquet"), "--runs", "10"],
+    "report -o": lambda w, t: ["report", str(t), "-o", str(t / f"{NOT_UTF8}.json")],
+}
+
+
+@pytest.mark.parametrize("where", sorted(PATH_ARGS))
+def test_a_path_that_is_not_utf8_is_refused(tmp_path: Path, smoke_workload: Path, where: str) -> None:
+    """Once exit 70 (a UnicodeEncodeError writing or printing it), even when the file exists."""
+    shutil.copy(smoke_workload, tmp_path / f"{NOT_UTF8}.parquet")
+    before = sorted(tmp_path.iterdir())
+    result = CliRunner().invoke(cli, PATH_ARGS[where](str(smoke_workload), tmp_path))
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    assert "not UTF-8; rename" in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_a_current_folder_that_is_not_utf8_is_refused(
+    tmp_path: Path, smoke_workload: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / NOT_UTF8
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(cli, ["run", "--engine", "fake", "-w", str(smoke_workload)])
+    assert result.exit_code == 2 and "run kvgate from a folder whose path is UTF-8" in result.stderr
+    assert list(folder.iterdir()) == []
