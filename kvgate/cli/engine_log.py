@@ -26,6 +26,7 @@ from typing import TextIO
 
 import click
 
+from kvgate.contained import open_append
 from kvgate.errors import BadInput
 
 ENGINE_LOG = "engine.log"
@@ -45,7 +46,7 @@ class EngineLog:
             return
         target = run_dir / ENGINE_LOG
         sys.stderr.flush()
-        with target.open("ab") as log:
+        with os.fdopen(open_append(run_dir, target), "ab") as log:  # never through a planted link
             with self.held.open("rb") as held:
                 shutil.copyfileobj(held, log)
             log.flush()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -239,3 +241,30 @@ def test_a_current_folder_that_is_not_utf8_is_refused(
     result = CliRunner().invoke(cli, ["run", "--engine", "fake", "-w", str(smoke_workload)])
     assert result.exit_code == 2 and "run kvgate from a folder whose path is UTF-8" in result.stderr
     assert list(folder.iterdir()) == []
+
+
+LOG_DAMAGE = {
+    "a link out": lambda log, outside: log.symlink_to(outside / "planted.log"),
+    "a link to a folder out": lambda log, outside: log.symlink_to(outside),
+    "a named pipe": lambda log, outside: os.mkfifo(log),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(LOG_DAMAGE))
+def test_resume_never_writes_through_a_planted_engine_log(
+    tmp_path: Path, finished_run: Path, damage: str
+) -> None:
+    """`--resume` once appended its engine output through an `engine.log` link, creating a file outside
+    the run directory. Run in a child process: the log redirect acts on file descriptor 2."""
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    shutil.copytree(finished_run, run_dir)
+    shutil.rmtree(run_dir / "results")  # rows to generate again, so the engine runs
+    (run_dir / "engine.log").unlink(missing_ok=True)
+    outside.mkdir()
+    LOG_DAMAGE[damage](run_dir / "engine.log", outside)
+    argv = [sys.executable, "-c", "from kvgate.cli import main; main()", "run", "--resume", str(run_dir)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert list(outside.iterdir()) == [], "a file was written outside the run directory"
+    assert done.returncode == 2, done.stderr[-300:]
+    refusal = done.stderr.strip().splitlines()[-1]
+    assert "engine.log is a link" in refusal or "engine.log is not a regular file" in refusal, refusal

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from kvgate.contained import check_contained
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_seconds
 from kvgate.engines.options import vllm_engine_arg_names
@@ -309,6 +310,7 @@ class ServerSession:
         }
         self.command = fill_template(engine.template, values, server_flags(args))
         log = self.run_dir / FOLDER / f"{self.stem}.log"
+        check_contained(self.run_dir, log)
         environment = {**os.environ, **SERVER_ENVIRONMENT}
         if self.offloads:  # /reset_prefix_cache is served in vLLM's development mode only
             environment[DEV_MODE] = "1"

@@ -29,6 +29,7 @@ from typing import IO
 
 import httpx
 
+from kvgate.contained import open_append
 from kvgate.engines.server import bounded_http
 from kvgate.errors import BadInput, EngineFailure
 
@@ -129,8 +130,7 @@ class LaunchedServer:
 
     def start(self, url: str, ready_s: float) -> str:
         """Start the server, wait until `url` serves; returns the model id it serves."""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("ab")
+        self._log = os.fdopen(open_append(self.log_path.parent, self.log_path), "ab")
         try:
             self.process = subprocess.Popen(
                 self.argv,

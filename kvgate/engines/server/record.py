@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 
 from kvgate.bounded_file import load_json
+from kvgate.contained import check_contained
 from kvgate.errors import BadInput
 from kvgate.workload.schema import atomic_write
 
@@ -92,6 +93,7 @@ def write_record(run_dir: Path, record: dict[str, Any]) -> Path:
     stem = pass_stem(record["arm"], record["replicate"], record["attempt"], record["session"])
     path = run_dir / FOLDER / f"{stem}.json"
     check_record(record, str(path))
+    check_contained(run_dir, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
     atomic_write(path, lambda f: f.write(data))

@@ -16,7 +16,7 @@ from kvgate.engines.base import ArmSetup
 from kvgate.engines.fake import reference_answer
 from kvgate.engines.server.engine import ServerEngine, ServerSession
 from kvgate.engines.server.record import read_records
-from kvgate.errors import EngineFailure
+from kvgate.errors import BadInput, EngineFailure
 from kvgate.models import resolve_model
 from kvgate.runner.passes import ArmRun
 from kvgate.runner.rows import result_row
@@ -160,3 +160,20 @@ def test_the_planted_race_shows_at_concurrency_k_or_more_and_never_at_1(
     caught = [planted_divergences(served, stub_model, cases, seed, concurrency=4) > 0 for seed in seeds]
     assert sum(caught) >= 19, caught  # ≥ 95% of seeded runs
     assert all(planted_divergences(served, stub_model, cases, seed, concurrency=1) == 0 for seed in seeds[:3])
+
+
+def test_a_pass_record_is_never_written_through_a_planted_server_link(
+    served: Any, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    """A run's `server/` made a link elsewhere: closing the session refuses to write its record there."""
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    run_dir.mkdir()
+    outside.mkdir()
+    (run_dir / "server").symlink_to(outside)
+    session = open_session(stub_model, served().url, run_dir=run_dir)
+    session.generate(cases[:2])
+    with pytest.raises(
+        BadInput, match="server is a link: kvgate writes a run's files only inside its folder"
+    ):
+        session.close()
+    assert list(outside.iterdir()) == []
