@@ -170,6 +170,8 @@ class HFSession:
     directory: Path | None = field(init=False, default=None)
     replay: bool = field(init=False, default=False)
     """Keep every dropped entry and the exact error of every certified cell (coverage replay)."""
+    replay_draws: int = field(init=False, default=1)
+    """In replay: independent samples that each bound every cell (certificate.observer)."""
     last_certificate: DecodeCertificate | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -291,7 +293,7 @@ class HFSession:
             window=part.window,
             seed=(part.seed, zlib.crc32(case.case_id.encode())),
         )
-        certificate = DecodeCertificate(settings, replay=self.replay)
+        certificate = DecodeCertificate(settings, replay=self.replay, draws=self.replay_draws)
         for hook in hooks:
             if isinstance(hook, EvictHook):
                 hook.certificate = certificate

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from hf_engine_support import passkey_cases, run_arm
 
-from kvgate.engines.hf.certificate.replay import replay
+from kvgate.engines.hf.certificate.replay import TOLERANCE, replay
 from kvgate.treatments.spec import Composite, Eviction, Quantize
 from kvgate.workload.case import Case
 
@@ -68,3 +69,16 @@ def test_replay_gives_every_cell_its_true_error_within_the_bound(engine: Any, ca
     assert set(cells.layer.tolist()) == set(range(config.num_hidden_layers))
     assert set(cells.kv_head.tolist()) == set(range(config.num_key_value_heads))
     assert cells.step.shape == cells.true.shape == cells.capped.shape
+
+
+@pytest.mark.model
+def test_replay_draws_bound_every_cell_with_independent_samples(engine: Any, cases: list[Case]) -> None:
+    treatment = Eviction("s", method="snapkv", ratio=0.75, certificate=True)
+    (one,) = replay(engine, treatment, cases[:1])
+    (cells,) = replay(engine, treatment, cases[:1], draws=4)
+    assert torch.equal(cells.bound, one.bound) and torch.equal(cells.true, one.true)  # draw 0: the arm's own
+    own = cells.true <= cells.bound.double() + TOLERANCE
+    assert one.draws == 1 and torch.equal(one.covering_draws, own.long())
+    assert cells.draws == 4 and int(cells.covering_draws.min()) >= 0 and int(cells.covering_draws.max()) <= 4
+    assert bool((cells.covering_draws[own] >= 1).all()) and bool((cells.covering_draws[~own] <= 3).all())
+    assert 0 < float(cells.covering_draws.double().mean()) / 4 <= 1

@@ -6,7 +6,10 @@ cache. `observing(model, cache)` wraps the decoding loop: forward hooks read eac
 after the last layer, `estimator.certify_with_lse` turns them, with the retained keys and the samples of
 every layer, into an estimate and a bound per layer and head. The hooks only read: the model's outputs are
 the same with and without them. In replay, the whole dropped set is kept as well and the exact error of
-every cell is computed beside the bound.
+every cell is computed beside the bound; with `draws` > 1, that many independent samples (the first the
+arm's own) each bound every cell, and each cell counts the draws that cover its true error: the chance,
+for that cell, that the certificate covers (the decode does not depend on the sample, so one decode
+serves every draw).
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from typing import Any
 import torch
 
 from kvgate.engines.hf.capture import apply_rope, attention_modules
-from kvgate.engines.hf.certificate.estimator import certify_with_lse, exact_error, retained_lse
+from kvgate.engines.hf.certificate.estimator import (
+    StepCertificate,
+    certify_with_lse,
+    exact_error,
+    retained_lse,
+)
 from kvgate.engines.hf.certificate.sampling import (
     DroppedSample,
     attention_proxy,
@@ -32,6 +40,9 @@ from kvgate.engines.hf.certificate.sampling import (
 
 MIN_SAMPLE = 16
 """Expected sample size per head at least this (or every dropped entry, when fewer)."""
+TOLERANCE = 1e-6
+"""A cell is covered when its true error is at most the bound plus this (the float32 rounding of the
+model's attention)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,8 @@ class Cells:
     output_norm: list[torch.Tensor] = field(default_factory=list)
     capped: list[torch.Tensor] = field(default_factory=list)
     true: list[torch.Tensor] = field(default_factory=list)
+    covering_draws: list[torch.Tensor] = field(default_factory=list)
+    """Of the replay's draws, how many bound the cell at or above its true error (int64)."""
     layer: list[int] = field(default_factory=list)
     step: list[int] = field(default_factory=list)
 
@@ -83,8 +96,12 @@ class Cells:
 class DecodeCertificate:
     settings: CertificateSettings
     replay: bool = False
+    draws: int = 1
+    """In replay: independent samples drawn of every layer's dropped set, the first the arm's own."""
     samples: dict[int, DroppedSample] = field(default_factory=dict)
     stacked: DroppedSample | None = None
+    extra_samples: dict[int, list[DroppedSample]] = field(default_factory=dict)
+    extra_stacked: list[DroppedSample] = field(default_factory=list)
     dropped: dict[int, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     bounds: list[torch.Tensor] = field(default_factory=list)
     estimates: list[torch.Tensor] = field(default_factory=list)
@@ -107,6 +124,10 @@ class DecodeCertificate:
         if self.replay:
             index = dropped.unsqueeze(-1).expand(-1, -1, -1, keys.shape[-1])
             self.dropped[layer] = (torch.gather(keys, 2, index), torch.gather(values, 2, index))
+            self.extra_samples[layer] = [
+                draw_sample(keys, values, dropped, inclusion, (*self.settings.seed, layer, draw))
+                for draw in range(1, self.draws)
+            ]
 
     @contextlib.contextmanager
     def observing(self, model: Any, cache: Any) -> Iterator[None]:
@@ -181,19 +202,46 @@ class DecodeCertificate:
         self.output_norms.append(step.output_norm)
         self.capped.append(step.capped)
         if self.replay:
-            for i in range(len(modules)):
-                dropped_keys, dropped_values = self.dropped[i]
-                layer = cache.layers[i]
-                true = exact_error(q[i], layer.keys, layer.values, dropped_keys, dropped_values, scale)
-                cells = self.cells
-                cells.estimate.append(step.estimate[i])
-                cells.corrected.append(step.corrected[i])
-                cells.bound.append(step.bound[i])
-                cells.output_norm.append(step.output_norm[i])
-                cells.capped.append(step.capped[i])
-                cells.true.append(true)
-                cells.layer.append(i)
-                cells.step.append(int(state["step"]))
+            self._replay(modules, cache, q, out, lse, scale, step, int(state["step"]))
+
+    def _replay(
+        self,
+        modules: list[Any],
+        cache: Any,
+        q: torch.Tensor,
+        out: torch.Tensor,
+        lse: torch.Tensor,
+        scale: float,
+        step: StepCertificate,
+        index: int,
+    ) -> None:
+        """Each layer's exact error [B, Hkv, G] beside the step's certificate, and the draws covering it."""
+        if not self.extra_stacked and self.draws > 1:
+            layers = range(len(modules))
+            self.extra_stacked = [
+                stack_samples([self.extra_samples[i][d] for i in layers]) for d in range(self.draws - 1)
+            ]
+        true = torch.stack(
+            [
+                exact_error(q[i], cache.layers[i].keys, cache.layers[i].values, *self.dropped[i], scale)
+                for i in range(len(modules))
+            ]
+        )  # [L, B, Hkv, G] float64
+        covering = (true <= step.bound.double() + TOLERANCE).long()
+        for extra in self.extra_stacked:
+            bound = certify_with_lse(q, out, lse, extra, scale, self.settings.confidence).bound
+            covering += (true <= bound.double() + TOLERANCE).long()
+        cells = self.cells
+        for i in range(len(modules)):
+            cells.true.append(true[i])
+            cells.covering_draws.append(covering[i])
+            cells.estimate.append(step.estimate[i])
+            cells.corrected.append(step.corrected[i])
+            cells.bound.append(step.bound[i])
+            cells.output_norm.append(step.output_norm[i])
+            cells.capped.append(step.capped[i])
+            cells.layer.append(i)
+            cells.step.append(index)
 
     def summary(self) -> CertificateSummary | None:
         """None when no decoding step was certified (the first token ended the output)."""
