@@ -24,8 +24,11 @@ from kvgate.arrow_numpy import int64_array
 from kvgate.errors import BadInput
 from kvgate.report.numbers import finite, ratio
 from kvgate.report.run_data import CaseTable, RunRows
+from kvgate.workload.case import SOURCE_ID
 
 TEXT = ["output_text", "detail", "fail_kind", "first_divergence"]
+SNIPPET = 80
+"""Characters of a failing case's question shown beside it."""
 """Read only from the parts that hold a failing example's row."""
 THREADS = min(4, os.cpu_count() or 1)
 
@@ -156,16 +159,24 @@ class Evidence:
         return self._arms[name]
 
     @cached_property
-    def _expected(self) -> pa.Array | None:
+    def _workload(self) -> dict[str, pa.Array]:
+        """The workload's expected answers, messages and (where stored) source ids, in case order; read
+        on the first failure only (empty when the workload cannot be read)."""
         if not self.workload_path:
-            return None
+            return {}
         try:
             with pq.ParquetFile(self.workload_path) as workload:
-                table = workload.read(columns=["case_id", "expected"])
+                columns = ["case_id", "expected", "messages"]
+                columns += [SOURCE_ID] if SOURCE_ID in workload.schema_arrow.names else []
+                table = workload.read(columns=columns)
         except (OSError, pa.ArrowException, KeyError):
-            return None
+            return {}
         index = pc.index_in(self.cases.case_ids, value_set=table["case_id"].combine_chunks())
-        return table["expected"].combine_chunks().take(index)
+        return {name: table[name].combine_chunks().take(index) for name in columns[1:]}
+
+    def _column(self, name: str, where: np.ndarray) -> list[Any]:
+        column = self._workload.get(name)
+        return [None] * len(where) if column is None else column.take(int64_array(where)).to_pylist()
 
     def failures(self, control: str, candidate: str, mask: np.ndarray) -> list[dict[str, Any]]:
         """Every case in `mask` (cache-induced failures), in case order: what was expected, both answers,
@@ -188,9 +199,9 @@ class Evidence:
     def _examples(self, control: str, candidate: str, where: np.ndarray) -> list[dict[str, Any]]:
         ctl, cand = self.arm(control), self.arm(candidate)
         ids = self.cases.case_ids.take(int64_array(where)).to_pylist()
-        expected = (
-            self._expected.take(int64_array(where)).to_pylist() if self._expected else [None] * len(ids)
-        )
+        expected = self._column("expected", where)
+        source_ids = self._column(SOURCE_ID, where)
+        prompts = [prompt_snippet(m) for m in self._column("messages", where)]
         ctl_text = self._control_outputs(control, ctl, where)
         cand_rows = texts(cand, where)
         out = []
@@ -203,6 +214,8 @@ class Evidence:
             out.append(
                 {
                     "case_id": ids[j],
+                    "source_id": source_ids[j],
+                    "prompt": prompts[j],
                     "labels": labels,
                     "expected": _decoded(expected[j]),
                     "control_output": ctl_text[j],
@@ -213,6 +226,20 @@ class Evidence:
                 }
             )
         return out
+
+
+def prompt_snippet(messages: str | None, width: int = SNIPPET) -> str | None:
+    """The start of the case's last user message (its question, in a trace: what was asked), on one
+    line and cut to `width` characters; None when the workload holds no messages for it."""
+    if messages is None:
+        return None
+    try:
+        chat = json.loads(messages)
+        text = next(m.get("content", "") for m in reversed(chat) if m.get("role") == "user")
+    except (ValueError, StopIteration, AttributeError, TypeError):
+        return None
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _decoded(expected: str | None) -> Any:

@@ -14,7 +14,8 @@ from kvgate.errors import BadInput
 from kvgate.report import plots, text
 
 TEMPLATE = "report.html.j2"
-EXAMPLES = 5
+FOLDED = 500
+"""Failing examples the HTML lists at most, past the first text.EXAMPLES folded away (JSON has all)."""
 """Failing examples shown per arm (the JSON has all)."""
 EXAMPLE_WIDTH = 160
 OPEN_SLICES = 20
@@ -38,7 +39,8 @@ def _template() -> Any:
 
 
 def _arm(arm: dict[str, Any], markup: Any) -> dict[str, Any]:
-    shown = arm.get("failures", [])[:EXAMPLES]
+    listed = arm.get("failures", [])[:FOLDED]
+    shown = listed[: text.EXAMPLES]
     return {
         "name": arm["arm"],
         "title": text.arm_title(arm),
@@ -47,8 +49,11 @@ def _arm(arm: dict[str, Any], markup: Any) -> dict[str, Any]:
         "reason": arm["reason"],
         "needs": text.holding_back(arm),
         "gains": text.gains_lines(arm),
-        "failures_heading": text.examples_heading(arm, len(shown)) if shown else "",
+        "failures_heading": text.examples_heading(arm, len(listed)) if shown else "",
         "examples": [[v for _, v in text.example_fields(f, EXAMPLE_WIDTH)] for f in shown],
+        "more_examples": [
+            [v for _, v in text.example_fields(f, EXAMPLE_WIDTH)] for f in listed[len(shown) :]
+        ],
         "plot": markup(plots.cfr_by_slice(arm)),
         "open": len(arm["slices"]) <= OPEN_SLICES,
         "slices": [

@@ -20,7 +20,6 @@ from kvgate.report.text import pct
 ARM_CASE = "(arm decision)"
 INCONCLUSIVE = ("failure", "skip")
 """What an inconclusive arm or gated slice becomes: a <failure> (default) or a <skipped> test."""
-EXAMPLES = 5
 MESSAGE_LIMIT = 160
 SIGNAL = "signal slice: not gated (it fails the arm only on a clear regression)"
 
@@ -82,7 +81,7 @@ def _arm_message(arm: dict[str, Any]) -> str:
     lines += ["needs: " + line for line in text.holding_back(arm)]
     lines += text.gains_lines(arm)
     if arm.get("failures"):
-        shown = arm["failures"][:EXAMPLES]
+        shown = arm["failures"][: text.EXAMPLES]
         lines.append(text.examples_heading(arm, len(shown)) + ":")
         lines += ["  " + text.example_line(f) for f in shown]
     return "\n".join(lines)

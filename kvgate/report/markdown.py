@@ -10,7 +10,6 @@ from typing import Any
 
 from kvgate.report import text
 
-EXAMPLES = 3
 """Failing examples shown per arm (the JSON has all)."""
 EXAMPLE_WIDTH = 60
 LIMIT = 65_536
@@ -53,13 +52,19 @@ def verdicts(report: dict[str, Any]) -> list[str]:
     return table(["arm", "verdict", "CFR on `all` · reason"], rows, right=set())
 
 
-def examples(arm: dict[str, Any]) -> list[str]:
+SHORT_EXAMPLES = 3
+"""Examples per arm once slice tables show only the notable slices (a report too big for one comment)."""
+
+
+def examples(arm: dict[str, Any], level: int = 0) -> list[str]:
     if not arm.get("failures"):
         return []
-    shown = arm["failures"][:EXAMPLES]
-    headers = ["case", "expected", "control", "candidate", "validator", "diverges at"]
+    shape = LEVELS[level]
+    notable_only = shape is None or shape[1]
+    shown = arm["failures"][: SHORT_EXAMPLES if notable_only else text.EXAMPLES]
+    headers = ["case", "prompt", "expected", "control", "candidate", "validator", "diverges at"]
     rows = [[v for _, v in text.example_fields(f, EXAMPLE_WIDTH)] for f in shown]
-    return [f"**{text.examples_heading(arm, len(shown))}**", "", *table(headers, rows, right={5}), ""]
+    return [f"**{text.examples_heading(arm, len(shown))}**", "", *table(headers, rows, right={6}), ""]
 
 
 def notable(s: dict[str, Any]) -> bool:
@@ -102,7 +107,7 @@ def arm_section(arm: dict[str, Any], level: int = 0) -> list[str]:
     lines += [f"- needs: {line}" for line in text.holding_back(arm)]
     lines += [f"- {line}" for line in text.gains_lines(arm)]
     lines.append("")
-    lines += examples(arm)
+    lines += examples(arm, level)
     lines += slice_table(arm, level)
     lines += [f"- {line}" for line in text.arm_details(arm)]
     lines.append("")

@@ -18,7 +18,6 @@ from kvgate.report import text
 COLOURS = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "error": "bold magenta"}
 PRIORITY = (0, 10, 1, 2, 3, 4, 9, 7, 8, 5, 6)
 """SLICE_COLUMNS by importance: slice and decision always, then counts, CFR, bound, τ, adjusted p…"""
-EXAMPLES = 3
 """Failing examples shown per arm (the JSON has all)."""
 
 
@@ -121,12 +120,12 @@ def _arm(arm: dict[str, Any], console: Console) -> None:
     for line in text.holding_back(arm):
         console.print(Text("  needs: " + line, style="yellow"))
     if arm.get("failures"):
-        shown = arm["failures"][:EXAMPLES]
+        shown = arm["failures"][: text.EXAMPLES]
         console.print(Text("  " + text.examples_heading(arm, len(shown)) + ":"))
         for f in shown:
             fields = dict(text.example_fields(f, 60))
             console.print(Text(f"    {fields['case']} · diverges at token {fields['first divergent token']}"))
-            for label in ("expected", "control", "candidate", "validator"):
+            for label in ("prompt", "expected", "control", "candidate", "validator"):
                 console.print(Text(f"      {label + ':':<11}{fields[label]}"))
     for line in text.gains_lines(arm):
         console.print(Text("  " + line))

@@ -315,12 +315,21 @@ def short(value: Any, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def case_name(f: dict[str, Any]) -> str:
+    """A failing case as its record's own id where the workload has one (`req-17 [case 34240f…]`), with
+    its slice labels."""
+    labels = ", ".join(f"{k}={v}" for k, v in f["labels"].items())
+    source = f.get("source_id")
+    name = f"{source} [case {f['case_id']}]" if source else f["case_id"]
+    return f"{name} ({labels})" if labels else name
+
+
 def example_fields(f: dict[str, Any], width: int) -> list[tuple[str, str]]:
     """One failing example as (label, value) pairs, values cut to `width`."""
-    labels = ", ".join(f"{k}={v}" for k, v in f["labels"].items())
     token = "—" if f["first_divergence"] is None else str(f["first_divergence"])
     return [
-        ("case", f"{f['case_id']} ({labels})" if labels else f["case_id"]),
+        ("case", case_name(f)),
+        ("prompt", short(f.get("prompt"), width)),
         ("expected", short(f["expected"], width)),
         ("control", short(f["control_output"], width)),
         ("candidate", short(f["candidate_output"], width)),
@@ -333,10 +342,14 @@ def example_line(f: dict[str, Any], width: int = 40) -> str:
     """One failing example on one line."""
     fields = dict(example_fields(f, width))
     return (
-        f"{fields['case']}: expected {fields['expected']} · control {fields['control']} · "
-        f"candidate {fields['candidate']} · {fields['validator']} · diverges at token "
-        f"{fields['first divergent token']}"
+        f"{fields['case']}: prompt {fields['prompt']} · expected {fields['expected']} · "
+        f"control {fields['control']} · candidate {fields['candidate']} · {fields['validator']} · "
+        f"diverges at token {fields['first divergent token']}"
     )
+
+
+EXAMPLES = 5
+"""Failing examples every format shows per arm (the HTML shows the rest folded; JSON has all)."""
 
 
 def examples_heading(arm: dict[str, Any], shown: int) -> str:

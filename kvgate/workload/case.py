@@ -33,6 +33,11 @@ class CaseDraft:
     """Generator parameters that identify the case (length, depth, index…); part of its case_id."""
 
 
+SOURCE_ID = "source_id"
+"""The workload's optional column of record ids: written only when a case has one, and hashed only where
+a case has one, so workloads without ids keep their content hash."""
+
+
 @dataclass(frozen=True)
 class Case:
     """A frozen workload row (docs/reference.md, "Workload Parquet")."""
@@ -51,6 +56,8 @@ class Case:
     prompt_token_ids: tuple[int, ...] | None = None
     n_prompt_tokens: int | None = None
     question_start: int | None = None
+    source_id: str | None = None
+    """The record's own id in its trace or data set (`"id": "req-17"`), for tracing a failure back."""
 
 
 def case_labels(case: Case) -> dict[str, str]:

@@ -83,6 +83,7 @@ def _tokenized(draft: CaseDraft, cid: str, suite: str, tok: PromptTokenizer) -> 
         prompt_token_ids=tuple(ids),
         n_prompt_tokens=len(ids),
         question_start=qstart,
+        source_id=draft.params["id"] if isinstance(draft.params.get("id"), str) else None,
     )
 
 

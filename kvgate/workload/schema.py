@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput
-from kvgate.workload.case import Case
+from kvgate.workload.case import SOURCE_ID, Case
 from kvgate.workload.checks import check_cases, check_meta
 
 SCHEMA_VERSION = 1
@@ -96,6 +96,8 @@ def _row(case: Case, slice_columns: tuple[str, ...]) -> dict[str, Any]:
         "question_start": case.question_start,
         "critical": case.critical,
     }
+    if case.source_id is not None:
+        row[SOURCE_ID] = case.source_id
     for col in slice_columns:
         row[col] = case.task if col == "task" else case.slices.get(col)
     return row
@@ -115,6 +117,8 @@ def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
     rows = [_row(c, slice_columns) for c in cases]
     sha = _rows_sha256(rows)
     schema = _FIXED
+    if any(c.source_id is not None for c in cases):
+        schema = schema.append(pa.field(SOURCE_ID, pa.string()))
     for col in slice_columns:
         if col not in schema.names:
             schema = schema.append(pa.field(col, pa.string()))
@@ -140,7 +144,7 @@ def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     list per row (most of a long-context workload's bytes)."""
     columns = []
     for field in schema:
-        values = [row[field.name] for row in rows]
+        values: list[Any] = [row.get(field.name) for row in rows]  # source_id: only where a case has one
         if field.name == "prompt_token_ids" and all(v is not None for v in values):
             flat = array("i")
             for ids in values:
@@ -258,7 +262,7 @@ def read_workload(path: Path) -> Workload:
     parquet, meta = open_workload(path)
     slice_columns = tuple(meta["slice_columns"])
     try:
-        table = parquet.read(columns=list(dict.fromkeys((*FIXED_COLUMNS, *slice_columns))))
+        table = parquet.read(columns=_stored_columns(parquet, slice_columns))
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
     if table.num_rows != meta["n_cases"]:
@@ -276,13 +280,19 @@ def read_workload(path: Path) -> Workload:
     return Workload(cases=cases, meta=meta, sha256=sha, path=path)
 
 
+def _stored_columns(parquet: pq.ParquetFile, slice_columns: tuple[str, ...]) -> list[str]:
+    """The columns a case is read from: the fixed ones, the source id where stored, the slices."""
+    own = (SOURCE_ID,) if SOURCE_ID in parquet.schema_arrow.names else ()
+    return list(dict.fromkeys((*FIXED_COLUMNS, *own, *slice_columns)))
+
+
 def stream_content_sha256(path: Path) -> tuple[str, dict[str, Any]]:
     """(the content sha256 of the workload's rows, its metadata), hashed batch by batch without building
     cases: what `read_workload` verifies, at a fraction of its memory."""
     parquet, meta = open_workload(path)
     slice_columns = tuple(meta["slice_columns"])
     digest, n = hashlib.sha256(), 0
-    columns = list(dict.fromkeys((*FIXED_COLUMNS, *slice_columns)))
+    columns = _stored_columns(parquet, slice_columns)
     try:
         for batch in parquet.iter_batches(1024, columns=columns):
             for raw in batch.to_pylist():
@@ -304,6 +314,8 @@ def _stored_row(raw: dict[str, Any], slice_columns: tuple[str, ...]) -> dict[str
     row["validator_args"] = _dumps(json.loads(raw["validator_args"]))
     row["max_new_tokens"] = int(raw["max_new_tokens"])
     row["critical"] = bool(raw["critical"])
+    if raw.get(SOURCE_ID) is not None:
+        row[SOURCE_ID] = raw[SOURCE_ID]
     for col in slice_columns:
         row[col] = raw["task"] if col == "task" else raw[col]
     return row
@@ -344,4 +356,5 @@ def _case(row: dict[str, Any], tokens: tuple[int, ...] | None, slice_columns: tu
         prompt_token_ids=tokens,
         n_prompt_tokens=row["n_prompt_tokens"],
         question_start=row["question_start"],
+        source_id=row.get(SOURCE_ID),
     )

@@ -68,6 +68,8 @@ def test_an_arm_above_tau_says_so_in_every_format(leaning_run: Path) -> None:
     leaning = f"CFR {100 * k / n:.1f}% above τ 2.0%, bound not yet significant"
     settle = f"more clusters would settle it ({n} control passes in 1 cluster)"
     assert arm["reason"].startswith(leaning) and arm["reason"].endswith(settle), arm["reason"]
+    first = arm["failures"][0]  # traced back to the request: its own id and what it asked
+    assert first["source_id"].startswith("req-") and first["prompt"].startswith("Ticket ")
     for fmt in ("table", "md", "html", "junit"):
         text = report(leaning_run, fmt)
         assert leaning in text and "inside the confidence interval" not in text, fmt

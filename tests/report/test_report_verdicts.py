@@ -18,6 +18,8 @@ from rich.console import Console
 
 from kvgate.cli import cli
 from kvgate.gate.decision import EXIT_CODES, combine
+from kvgate.report import text
+from kvgate.report.evidence import prompt_snippet
 from kvgate.report.markdown import LIMIT
 from kvgate.report.renderers import render
 from kvgate.report.terminal import render_terminal
@@ -73,6 +75,8 @@ def test_failing_examples_are_the_cache_induced_failures(report: dict[str, Any])
     for f, i in zip(snapkv["failures"], expected, strict=True):
         assert f == {
             "case_id": case_id(i),
+            "source_id": None,  # the fixed run's workload has no record ids
+            "prompt": f"question {i}",
             "labels": {"task": task(i), "ctx_bucket": ctx(i), "depth_bucket": depth(i)},
             "expected": f"answer {i}",
             "control_output": f"answer {i}",
@@ -83,9 +87,41 @@ def test_failing_examples_are_the_cache_induced_failures(report: dict[str, Any])
         }
     assert report["arms"][3]["failures"] == []  # offload fails only where the control fails too
     table = terminal(report, 100)
-    assert "5 cache-induced failures (first 3; all in --format json)" in table
     section = table[table.index("snapkv-50 (eviction") : table.index("fp8-e4m3 (quantize)")]
-    assert "missing 'answer 2'" in section and "missing 'answer 3'" not in section
+    md = render(report, "md")
+    md_section = md[md.index("snapkv-50 (eviction") : md.index("fp8-e4m3 (quantize)")]
+    junit = ET.fromstring(render(report, "junit")).find("testsuite/testcase/failure")
+    assert junit is not None and junit.text
+    for shown in (section, md_section, junit.text):  # the same examples in every format
+        assert "5 cache-induced failures" in shown and "(first " not in shown
+        assert [f"missing 'answer {i}'" in shown for i in expected] == [True] * len(expected)
+
+
+def test_every_format_shows_as_many_examples_and_the_html_folds_the_rest(report: dict[str, Any]) -> None:
+    many = copy.deepcopy(report)
+    arm = many["arms"][0]
+    arm["failures"] = [arm["failures"][0] | {"case_id": f"case-x{i}", "detail": f"d{i}"} for i in range(12)]
+    heading = "12 cache-induced failures (first 5; all in --format json)"
+    junit = ET.fromstring(render(many, "junit")).find("testsuite/testcase/failure")
+    assert junit is not None and junit.text
+    for shown in (terminal(many, 200), render(many, "md"), junit.text):
+        assert heading in shown and "case-x4 " in shown and "case-x5 " not in shown
+    html = render(many, "html")
+    assert "12 cache-induced failures" in html and "first 5" not in html
+    assert all(f"case-x{i} " in html for i in range(12)) and "<summary>7 more</summary>" in html
+
+
+def test_a_failure_names_its_records_own_id_and_prompt() -> None:
+    f = {"case_id": "34240f5ede717f03", "source_id": "req-17", "labels": {"task": "support"}}
+    assert text.case_name(f) == "req-17 [case 34240f5ede717f03] (task=support)"
+    assert text.case_name(f | {"source_id": None}) == "34240f5ede717f03 (task=support)"
+    chat = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "What  is\nthe code " + "x" * 90},
+    ]
+    snippet = prompt_snippet(json.dumps(chat))
+    assert snippet is not None and snippet.startswith("What is the code x") and len(snippet) == 80
+    assert snippet.endswith("…") and prompt_snippet(None) is None
 
 
 def test_gains_against_the_control_in_the_same_run(report: dict[str, Any]) -> None:
