@@ -91,7 +91,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from kvgate.runner.store import read_results
+from kvgate.rundir.store import read_results
 
 run_dir = Path(sys.argv[1])
 engine = json.loads((run_dir / "manifest.json").read_text())["engine"]

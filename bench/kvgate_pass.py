@@ -24,13 +24,14 @@ from kvgate.engines.base import ArmSession, ArmSetup, Engine, Generation
 from kvgate.engines.registry import create_engine
 from kvgate.gate.policy import load_policy
 from kvgate.models import model_identity, resolve_model
-from kvgate.runner.manifest import build_manifest
-from kvgate.runner.run import RunContext, execute, open_run, select_cases
-from kvgate.runner.store import read_results
+from kvgate.rundir.manifest import build_manifest
+from kvgate.rundir.store import read_results
+from kvgate.runner.run import RunContext, execute, open_run
 from kvgate.treatments.matrix import Matrix
 from kvgate.treatments.spec import Full, Treatment
 from kvgate.workload.case import Case
 from kvgate.workload.schema import read_workload
+from kvgate.workload.selection import select_cases
 
 
 @dataclass

@@ -28,8 +28,8 @@ from workloads import scaled_suite
 
 from kvgate.executors.local import LocalExecutor
 from kvgate.executors.ray_executor import RayExecutor
+from kvgate.rundir.store import read_results
 from kvgate.runner.job import RunOptions, run_job
-from kvgate.runner.store import read_results
 
 TARGET = 1.8
 MATRIX = """[matrix]

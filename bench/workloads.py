@@ -111,9 +111,9 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
     import pyarrow.parquet as pq
 
     from kvgate.gate.policy import load_policy
-    from kvgate.runner.manifest import build_manifest, write_manifest
-    from kvgate.runner.part_index import binding, entry, key_of, write_index
-    from kvgate.runner.store import (
+    from kvgate.rundir.manifest import build_manifest, write_manifest
+    from kvgate.rundir.part_index import binding, entry, key_of, write_index
+    from kvgate.rundir.store import (
         CERTIFICATE_COLUMNS,
         RESULT_SCHEMA,
         RESULT_SCHEMA_VERSION,

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kvgate.cli import cli
-from kvgate.runner.store import read_results
+from kvgate.rundir.store import read_results
 
 pytestmark = pytest.mark.model
 

@@ -17,7 +17,7 @@ import click
 from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, EXIT_INCONCLUSIVE, EXIT_PASS
 
 if TYPE_CHECKING:
-    from kvgate.runner.isolation import PassCounters
+    from kvgate.report.isolation import PassCounters
 
 
 def exit_code_with_findings(
@@ -25,7 +25,7 @@ def exit_code_with_findings(
 ) -> int:
     """`code` (the gate's) as the run's counters leave it; each finding is one line on stderr.
     `counters`: the rows' cache counters when the caller has read them already (the report has)."""
-    from kvgate.runner.isolation import isolation_violations
+    from kvgate.report.isolation import isolation_violations
     from kvgate.runner.lossless import lossless_defects, server_summary
 
     if not quiet:

@@ -10,8 +10,8 @@ from typing import Any
 from kvgate.engines.base import Engine
 from kvgate.engines.registry import create_engine
 from kvgate.models import ModelSpec
-from kvgate.runner.hardware import record_unit, this_machine
-from kvgate.runner.manifest import write_manifest
+from kvgate.rundir.hardware import record_unit, this_machine
+from kvgate.rundir.manifest import write_manifest
 from kvgate.runner.run import RunContext, execute
 
 

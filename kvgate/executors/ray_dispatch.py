@@ -20,8 +20,8 @@ from kvgate.errors import EngineFailure, KvgateError
 from kvgate.executors.ray_pool import Worker, WorkerPool
 from kvgate.executors.row_sink import RowSink
 from kvgate.executors.units import WorkUnit
-from kvgate.runner.hardware import record_unit
-from kvgate.runner.manifest import write_manifest
+from kvgate.rundir.hardware import record_unit
+from kvgate.rundir.manifest import write_manifest
 from kvgate.runner.rows import result_row
 from kvgate.runner.run import PART_SECONDS, RunContext, arm_setup, control_tokens
 

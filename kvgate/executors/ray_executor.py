@@ -23,12 +23,12 @@ from kvgate.executors.ray_pool import Worker, WorkerPool
 from kvgate.executors.row_sink import RowSink
 from kvgate.executors.units import WorkUnit, plan_units
 from kvgate.models import ModelSpec
+from kvgate.rundir.hardware import run_kinds
+from kvgate.rundir.manifest import write_manifest
+from kvgate.rundir.store import compact, stored_keys
 from kvgate.runner.control_check import refuse_unwinnable_on_control
-from kvgate.runner.hardware import run_kinds
-from kvgate.runner.manifest import write_manifest
 from kvgate.runner.passes import ArmRun, candidate_only_failures, first_passes, rerun_pass
 from kvgate.runner.run import RunContext
-from kvgate.runner.store import compact, stored_keys
 from kvgate.treatments.spec import Treatment
 
 

@@ -19,7 +19,7 @@ from kvgate.errors import BadInput, EngineFailure, KvgateError
 from kvgate.executors.ray_worker import EngineWorker
 from kvgate.executors.units import WorkUnit
 from kvgate.models import ModelSpec
-from kvgate.runner.hardware import describe_kind, kind_of
+from kvgate.rundir.hardware import describe_kind, kind_of
 
 START_TIMEOUT_S = 900.0
 """How long the run waits for a first usable worker (engine loads included) before it gives up."""

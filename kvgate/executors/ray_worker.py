@@ -14,7 +14,7 @@ from typing import Any
 from kvgate.engines.base import ArmSession, ArmSetup, Engine, Generation
 from kvgate.engines.registry import create_engine
 from kvgate.models import ModelSpec
-from kvgate.runner.hardware import this_machine
+from kvgate.rundir.hardware import this_machine
 from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
 

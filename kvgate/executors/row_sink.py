@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kvgate.rundir.store import RowKey
 from kvgate.runner.run import MAX_PART_ROWS, PART_SECONDS, RunContext, store_rows
-from kvgate.runner.store import RowKey
 
 
 def row_key(row: dict[str, Any]) -> RowKey:

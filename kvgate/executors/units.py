@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from kvgate.rundir.store import RowKey
 from kvgate.runner.passes import ArmRun, reuses
 from kvgate.runner.run import plan_batches
-from kvgate.runner.store import RowKey
 from kvgate.workload.case import Case
 
 UNITS_PER_WORKER = 4

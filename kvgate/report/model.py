@@ -29,10 +29,10 @@ from kvgate.report.numbers import ratio
 from kvgate.report.run_data import RunRows, read_cases
 from kvgate.report.sequential import schedule, sequential_arm_report
 from kvgate.report.slices import cluster_ids, slice_groups
-from kvgate.runner.manifest import read_manifest
+from kvgate.rundir.manifest import read_manifest
 
 if TYPE_CHECKING:
-    from kvgate.runner.integrity import PartCheck
+    from kvgate.rundir.integrity import PartCheck
 
 SCHEMA = 4
 """Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
@@ -108,7 +108,7 @@ def verified_report(
 ) -> tuple[dict[str, Any], RunRows]:
     """`build_report`, and the rows it was built from (their counters feed the isolation check)."""
     manifest = read_manifest(run_dir)
-    from kvgate.runner.integrity import verify_run
+    from kvgate.rundir.integrity import verify_run
 
     check = verify_run(run_dir, manifest, parts=False)  # each part checked as RunRows reads it
     return report_and_rows(

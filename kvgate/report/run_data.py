@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
-from kvgate.runner.integrity import PartCheck
-from kvgate.runner.isolation import PassCounters
-from kvgate.runner.store import CERTIFICATE_COLUMNS, CERTIFICATE_DRIFT_COLUMNS, RESULT_SCHEMA, part_paths
+from kvgate.report.isolation import PassCounters
+from kvgate.rundir.integrity import PartCheck
+from kvgate.rundir.store import CERTIFICATE_COLUMNS, CERTIFICATE_DRIFT_COLUMNS, RESULT_SCHEMA, part_paths
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
 CERTIFICATE_SCORES = (
@@ -246,7 +246,7 @@ _EXPECTED_V2 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_DRIF
 def read_part(path: Path, check: PartCheck | None = None) -> pa.Table:
     """The columns the report needs of one result part, their page checksums verified; a corrupt or
     foreign part is a BadInput naming it. With `check` the part's bytes are read once, checked against
-    the run's index and binding (runner.integrity) and parsed from memory."""
+    the run's index and binding (rundir.integrity) and parsed from memory."""
     try:
         source: Path | pa.BufferReader = path
         if check is not None:
@@ -364,7 +364,7 @@ class RunRows:
         self.certificate = {name: cols[name] for name in CERTIFICATE_SCORES}
 
     def counters(self) -> PassCounters:
-        """The rows' cache counters, for the isolation check (runner.isolation) without reading again."""
+        """The rows' cache counters, for the isolation check (report.isolation) without reading again."""
         return PassCounters(
             arm=self.arm,
             arm_names=self.arm_names,

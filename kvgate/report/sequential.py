@@ -17,7 +17,7 @@ from kvgate.gate.policy import Policy
 from kvgate.gate.sequential import Look, looks, strata, stratified_order
 from kvgate.report.arm import RunContext, arm_report
 from kvgate.report.slices import ALL, SliceGroup, is_gated
-from kvgate.runner.manifest import spec_hash_of_run_id
+from kvgate.rundir.manifest import spec_hash_of_run_id
 
 
 def order_seed(run_id: str) -> int:

@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 
 from kvgate.gate.feasibility import check_control_winnable
 from kvgate.gate.policy import Policy
+from kvgate.rundir.store import read_results
 from kvgate.runner.case_keys import cluster_key
-from kvgate.runner.store import read_results
 from kvgate.treatments.matrix import Matrix
 from kvgate.workload.case import Case, case_labels
 

@@ -29,9 +29,10 @@ from kvgate.models import (
     model_identity,
     resolve_model,
 )
+from kvgate.rundir.lock import run_lock
+from kvgate.rundir.manifest import MANIFEST, build_manifest, read_manifest, stopped_before_it_began
+from kvgate.rundir.store import reconcile, remove_superseded_parts, remove_temp_files
 from kvgate.runner.case_keys import cluster_key
-from kvgate.runner.lock import run_lock
-from kvgate.runner.manifest import MANIFEST, build_manifest, read_manifest, stopped_before_it_began
 from kvgate.runner.policy_slices import check_policy_slices
 from kvgate.runner.run import (
     NoProgress,
@@ -40,14 +41,13 @@ from kvgate.runner.run import (
     check_applicable,
     open_run,
     refuse_if_changed,
-    select_cases,
 )
-from kvgate.runner.store import reconcile, remove_superseded_parts, remove_temp_files
 from kvgate.runner.tokenizer_match import check_tokenizer
 from kvgate.treatments.matrix import DEFAULT_MATRIX, Matrix, parse_matrix_text, resolve_matrix
 from kvgate.workload.case import case_labels
 from kvgate.workload.checks import check_validators
 from kvgate.workload.schema import read_workload
+from kvgate.workload.selection import select_cases
 
 Executor = Callable[[RunContext], None]
 """Generates a run's missing rows (runner.run.execute, or the sequential driver)."""

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.engines.server.record import read_records
-from kvgate.runner.manifest import read_manifest
-from kvgate.runner.store import read_results
+from kvgate.rundir.manifest import read_manifest
+from kvgate.rundir.store import read_results
 from kvgate.treatments.matrix import Matrix, parse_matrix_text
 
 MAX_LISTED = 20

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvgate.runner.store import read_results
+from kvgate.rundir.store import read_results
 from kvgate.treatments.matrix import Matrix
 from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case

@@ -18,8 +18,9 @@ from typing import Any, Protocol
 from kvgate.engines.base import ArmSession, ArmSetup, Engine
 from kvgate.errors import BadInput, EngineFailure, KvgateError, TreatmentRefused
 from kvgate.gate.policy import Policy
+from kvgate.rundir.manifest import MANIFEST, changed_identity, read_manifest, write_manifest
+from kvgate.rundir.store import RowKey, compact, read_results, stored_keys, write_part
 from kvgate.runner.control_check import refuse_unwinnable_on_control
-from kvgate.runner.manifest import MANIFEST, changed_identity, read_manifest, write_manifest
 from kvgate.runner.passes import (
     ArmRun,
     candidate_only_failures,
@@ -29,7 +30,6 @@ from kvgate.runner.passes import (
     reuses,
 )
 from kvgate.runner.rows import result_row
-from kvgate.runner.store import RowKey, compact, read_results, stored_keys, write_part
 from kvgate.treatments.matrix import Matrix
 from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
@@ -73,15 +73,6 @@ class RunContext:
     done: set[RowKey] = field(default_factory=set)
     control_tokens: dict[str, list[int]] | None = None
     """The control's output tokens by case, read once its pass is complete."""
-
-
-def select_cases(workload: Workload, limit: int | None) -> tuple[Case, ...]:
-    """`limit` cases spread evenly over the workload (all when None)."""
-    cases = workload.cases
-    if limit is None or limit >= len(cases):
-        return cases
-    step = len(cases) / limit
-    return tuple(cases[int(i * step)] for i in range(limit))
 
 
 def check_applicable(engine: Engine, matrix: Matrix) -> None:

@@ -13,15 +13,15 @@ import pytest
 from kvgate.engines.base import Generation
 from kvgate.errors import BadInput
 from kvgate.report.run_data import read_part
-from kvgate.runner.passes import ArmRun
-from kvgate.runner.rows import result_row
-from kvgate.runner.store import (
+from kvgate.rundir.store import (
     CERTIFICATE_COLUMNS,
     RESULT_SCHEMA,
     RESULT_SCHEMA_V1,
     RESULT_SCHEMA_V2,
     read_results,
 )
+from kvgate.runner.passes import ArmRun
+from kvgate.runner.rows import result_row
 from kvgate.treatments.matrix import parse_treatment
 from kvgate.treatments.spec import Eviction
 from kvgate.workload.case import Case

@@ -282,7 +282,7 @@ def _applicable_matrix(engine: Any, tmp_path: Path) -> tuple[Path, list[str]]:
 @pytest.mark.model
 @needs_vllm
 def test_end_to_end_run_of_the_vllm_matrix(engine: Any, workload: Path, tmp_path: Path) -> None:
-    from kvgate.runner.store import read_results
+    from kvgate.rundir.store import read_results
 
     runs = tmp_path / "runs"
     base = ["run", "--engine", "vllm", "-w", str(workload), "--limit", "4", "-o", str(runs), "--json"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from kvgate.runner.store import part_paths
+from kvgate.rundir.store import part_paths
 
 MATRIX = """
 [matrix]

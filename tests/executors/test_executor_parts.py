@@ -16,7 +16,7 @@ from kvgate.engines.resources import Resources, engine_resources
 from kvgate.errors import BadInput
 from kvgate.executors.ray_cluster import import_ray
 from kvgate.executors.units import WorkUnit, plan_units
-from kvgate.runner.hardware import check_pairing, record_unit
+from kvgate.rundir.hardware import check_pairing, record_unit
 from kvgate.runner.passes import ArmRun
 from kvgate.treatments.matrix import resolve_matrix
 from kvgate.workload.schema import read_workload

@@ -16,7 +16,7 @@ from kvgate.cli import cli
 from kvgate.errors import BadInput
 from kvgate.gate.feasibility import check_control_winnable, check_winnable
 from kvgate.gate.policy import Policy, parse_policy
-from kvgate.runner.store import part_paths
+from kvgate.rundir.store import part_paths
 from kvgate.workload.freeze import freeze
 from kvgate.workload.tokenizer import WordTokenizer
 

@@ -24,7 +24,7 @@ from kvgate.gate.sequential import look_ends, spent_alpha, stratified_order
 from kvgate.gate.simulate import operating
 from kvgate.report.gate_structure import gate_structure
 from kvgate.report.run_data import read_workload_cases
-from kvgate.runner.manifest import spec_hash_of_run_id
+from kvgate.rundir.manifest import spec_hash_of_run_id
 
 MATRIX = (
     '[matrix]\ncontrol = "full"\ncandidates = ["streaming-50", "fp8-e4m3"]\naa_replicate = true\n'

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.gate.policy import parse_policy
-from kvgate.runner.manifest import build_manifest, write_manifest
-from kvgate.runner.store import write_part
+from kvgate.rundir.manifest import build_manifest, write_manifest
+from kvgate.rundir.store import write_part
 from kvgate.treatments.matrix import parse_matrix
 from kvgate.workload.case import Case
 from kvgate.workload.schema import read_workload, write_workload

@@ -21,9 +21,9 @@ from kvgate.cli import cli
 from kvgate.gate.policy import parse_policy
 from kvgate.report.certificate_attribution import MIN_PER_KIND, certificate_attribution
 from kvgate.report.run_data import CERTIFICATE_SCORES, RESULT_COLUMNS, ArmRows, read_part
-from kvgate.runner.manifest import build_manifest, write_manifest
-from kvgate.runner.part_index import entry, key_of, read_index, stored_run_id, write_index
-from kvgate.runner.store import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, write_part
+from kvgate.rundir.manifest import build_manifest, write_manifest
+from kvgate.rundir.part_index import entry, key_of, read_index, stored_run_id, write_index
+from kvgate.rundir.store import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, write_part
 from kvgate.treatments.matrix import parse_matrix
 from kvgate.workload.schema import read_workload, write_workload
 

@@ -17,7 +17,7 @@ from report_schema import report_json
 from statsmodels.stats.multitest import multipletests
 
 from kvgate.cli import cli
-from kvgate.runner.store import reconcile, write_part
+from kvgate.rundir.store import reconcile, write_part
 
 
 def invoke(*args: str) -> Result:

@@ -18,9 +18,9 @@ from report_fixed_run import POLICY, make_fixed_run
 
 from kvgate.cli import cli
 from kvgate.errors import BadInput
-from kvgate.runner.lock import run_lock
-from kvgate.runner.part_index import file_sha256, read_index, write_index
-from kvgate.runner.store import reconcile, write_part
+from kvgate.rundir.lock import run_lock
+from kvgate.rundir.part_index import file_sha256, read_index, write_index
+from kvgate.rundir.store import reconcile, write_part
 
 
 def report(run: Path) -> Result:

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from click.testing import Result
 
-from kvgate.runner.store import part_paths
+from kvgate.rundir.store import part_paths
 
 DATA = Path(__file__).parent / "data"
 TIMING = ("ttft_s", "latency_s")

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 from runner_support import KEY, Invoke, only_run, stored_rows, write_matrix
 
+import kvgate.rundir.store as store
 import kvgate.runner.run as run_module
-import kvgate.runner.store as store
-from kvgate.runner.part_index import binding, stored_run_id
+from kvgate.rundir.part_index import binding, stored_run_id
 
 MATRIX = """
 [matrix]

@@ -25,7 +25,7 @@ from pathlib import Path
 from kill_target import run_cli
 from runner_support import DATA, KEY, Invoke, part_sizes, stored_rows, write_matrix
 
-from kvgate.runner.store import next_part_number
+from kvgate.rundir.store import next_part_number
 
 KILLS = 20
 SEED = 20260601

@@ -13,7 +13,7 @@ import pytest
 from runner_support import DATA, Invoke, only_run, stored_rows, write_matrix
 
 import kvgate.shipped as shipped_data
-from kvgate.runner.lock import run_lock
+from kvgate.rundir.lock import run_lock
 
 MATRIX = """
 [matrix]

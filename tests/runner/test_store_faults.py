@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from runner_support import KEY, Invoke, only_run, part_sizes, stored_rows, write_matrix
 
-import kvgate.runner.store as store
+import kvgate.rundir.store as store
 
 MATRIX = """
 [matrix]

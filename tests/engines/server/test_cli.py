@@ -17,7 +17,7 @@ from stub_server import StubServer, launch_template, start_stub
 
 from kvgate.cli import cli
 from kvgate.engines.server.record import read_records
-from kvgate.runner.store import read_results
+from kvgate.rundir.store import read_results
 
 MATRIX = """[matrix]
 control = "full"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from stub_server import StubServer, start_stub
 
-from kvgate.runner.store import read_results
+from kvgate.rundir.store import read_results
 from kvgate.workload.freeze import freeze
 from kvgate.workload.tokenizer import WordTokenizer
 

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput, EngineFailure
-from kvgate.runner.lock import lock_held
-from kvgate.runner.part_index import INDEX, file_sha256, key_of, read_binding, read_index
-from kvgate.runner.store import changed, check_bound, part_paths, results_dir
+from kvgate.rundir.lock import lock_held
+from kvgate.rundir.part_index import INDEX, file_sha256, key_of, read_binding, read_index
+from kvgate.rundir.store import changed, check_bound, part_paths, results_dir
 from kvgate.workload.schema import stream_content_sha256
 
 

@@ -22,9 +22,9 @@ from kvgate.errors import BadInput, EngineFailure
 from kvgate.gate.policy import Policy
 from kvgate.gate.policy_diff import policy_changes
 from kvgate.paths import REPO_ROOT
-from kvgate.runner.hardware import check_pairing
-from kvgate.runner.manifest_schema import check_manifest_shape
-from kvgate.runner.part_index import file_sha256
+from kvgate.rundir.hardware import check_pairing
+from kvgate.rundir.manifest_schema import check_manifest_shape
+from kvgate.rundir.part_index import file_sha256
 from kvgate.treatments.matrix import Matrix
 from kvgate.workload.schema import Workload, atomic_write
 

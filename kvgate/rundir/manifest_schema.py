@@ -12,7 +12,7 @@ import jsonschema
 
 from kvgate.errors import BadInput
 from kvgate.names import NAME_PATTERN
-from kvgate.runner.hardware import MAX_NODES
+from kvgate.rundir.hardware import MAX_NODES
 from kvgate.treatments.matrix import MAX_BATCH_SIZE, MAX_CONCURRENCY, MAX_CONFIRM_RERUNS, MAX_KV_BLOCKS
 
 HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
@@ -41,7 +41,7 @@ HARDWARE = {
         "nodes": {"type": "array", "maxItems": MAX_NODES, "items": {"type": "string"}},
     },
 }
-"""A hardware kind an arm's work units ran on (runner.hardware)."""
+"""A hardware kind an arm's work units ran on (rundir.hardware)."""
 EXECUTOR = {
     "type": "object",
     "required": ["kind"],

@@ -31,8 +31,8 @@ import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.names import check_name
-from kvgate.runner import part_index
-from kvgate.runner.part_index import binding, key_of, read_binding, read_index, stored_run_id, write_index
+from kvgate.rundir import part_index
+from kvgate.rundir.part_index import binding, key_of, read_binding, read_index, stored_run_id, write_index
 from kvgate.workload.schema import atomic_write
 
 RESULT_SCHEMA = pa.schema(

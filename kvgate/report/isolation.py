@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
-from kvgate.runner.manifest import read_manifest
-from kvgate.runner.store import read_results
+from kvgate.rundir.manifest import read_manifest
+from kvgate.rundir.store import read_results
 
 
 def spec_kinds(spec: dict[str, Any]) -> set[str]:
@@ -60,8 +60,8 @@ def _run_prompts(manifest: dict[str, Any]) -> tuple[list[str], list[Any]]:
         with pq.ParquetFile(path) as workload:
             table = workload.read(columns=["case_id", "prompt_token_ids"], use_threads=False)
         return table.column("case_id").to_pylist(), table.column("prompt_token_ids").to_pylist()
-    from kvgate.runner.run import select_cases
     from kvgate.workload.schema import read_workload
+    from kvgate.workload.selection import select_cases
 
     cases = select_cases(read_workload(path), manifest.get("limit"))
     return [c.case_id for c in cases], [c.prompt_token_ids for c in cases]
