@@ -82,6 +82,7 @@ def test_kvgate_control_pass_through_the_runner(tmp_path: Path) -> None:
     assert {p.parent.name for p in (tmp_path / "run").glob("results/*/part-*.parquet")} == {"full"}
 
 
+@pytest.mark.slow  # fresh processes for each point
 def test_growth_measures_freeze_run_and_report_in_fresh_processes(tmp_path: Path) -> None:
     points = growth.run_growth((40,), max_freeze=40, max_run=40, root=tmp_path)
     assert [(p.op, p.rows, p.how) for p in points] == [
@@ -121,6 +122,7 @@ def test_harness_sides_make_the_same_generations(tmp_path: Path) -> None:
     assert measured.ratio("model.generate") > 0 and info["workload_cases"] == 1
 
 
+@pytest.mark.model  # the embedded model's tokenizer
 def test_freeze_4k_side_by_side_gives_identical_ids_and_counts_probes(tmp_path: Path) -> None:
     import freeze_4k
 

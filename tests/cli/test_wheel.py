@@ -52,6 +52,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
+@pytest.mark.slow  # builds the wheel and a virtualenv
 def test_the_installed_wheel_gates_and_reports_outside_the_checkout(venv: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     kvgate = venv / "bin" / "kvgate"

@@ -145,6 +145,7 @@ def engine() -> Iterator[Any]:
 
 
 @pytest.mark.vllm
+@pytest.mark.model
 @needs_vllm
 def test_fingerprint_records_what_changes_outputs(engine: Any) -> None:
     import vllm
@@ -160,6 +161,7 @@ def test_fingerprint_records_what_changes_outputs(engine: Any) -> None:
 
 
 @pytest.mark.vllm
+@pytest.mark.model
 @needs_vllm
 def test_each_arm_gets_its_own_engine_arguments(engine: Any) -> None:
     control = engine.arm_args(Full("full"))
@@ -173,6 +175,7 @@ def test_each_arm_gets_its_own_engine_arguments(engine: Any) -> None:
 
 
 @pytest.mark.vllm
+@pytest.mark.model
 @needs_vllm
 def test_refusals_name_the_reason(engine: Any) -> None:
     assert engine.refusal(Full("full")) is None

@@ -22,6 +22,7 @@ import time
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+import pytest
 from kill_target import run_cli
 from runner_support import DATA, KEY, Invoke, part_sizes, stored_rows, write_matrix
 
@@ -88,6 +89,7 @@ def _first_pass_rows(runs: Path, arm: str) -> int:
     return sum(r["arm"] == arm and r["attempt"] == 0 for r in stored_rows(found[0])) if found else 0
 
 
+@pytest.mark.slow  # a driver process killed mid-run, resumed, and an uninterrupted run beside it
 def test_kill9_then_resume_matches_uninterrupted(kvgate: Invoke, tmp_path: Path) -> None:
     workload = tmp_path / "kill.words.parquet"
     frozen = kvgate("freeze", DATA / "accept.toml", "-o", workload, "--limit", CASES)
