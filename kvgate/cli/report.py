@@ -85,6 +85,10 @@ def write_output(output: Path, text: str) -> None:
     show_default=True,
     help="JUnit: an inconclusive arm or gated slice is a failure, or skipped.",
 )
+@click.option(
+    "--samples", type=click.Path(path_type=Path), default=None,
+    help="Also write one JSON line per (candidate, case) pair to this file: ids, slices, answers, verdicts.",
+)  # fmt: skip
 @click.pass_context
 def report(
     ctx: click.Context,
@@ -98,6 +102,7 @@ def report(
     fail_on_regression: bool,
     allow_different: bool,
     junit_inconclusive: str,
+    samples: Path | None,
 ) -> None:
     """Report RUN_DIR: cache-induced failure rate per slice with its bound, against τ.
 
@@ -122,6 +127,14 @@ def report(
         )
         data["compare"] = compare_reports(data, baseline, allow_different)
     emit(data, fmt, output, junit_inconclusive)
+    if samples is not None:
+        from kvgate.report.run_data import read_cases
+        from kvgate.report.samples import samples_jsonl
+        from kvgate.runner.manifest import read_manifest
+
+        manifest = read_manifest(run_dir)
+        write_output(samples, samples_jsonl(manifest, read_cases(manifest), rows))
+        click.echo(f"kvgate: wrote {samples} (one line per candidate and case)", err=True)
     code = exit_code_with_findings(run_dir, int(data["exit_code"]), quiet=False, counters=rows.counters())
     if fail_on_regression and data.get("compare", {}).get("regressions") and code != EXIT_ENGINE_ERROR:
         ctx.exit(EXIT_GATE_FAILED)

@@ -174,7 +174,9 @@ class Evidence:
         index = pc.index_in(self.cases.case_ids, value_set=table["case_id"].combine_chunks())
         return {name: table[name].combine_chunks().take(index) for name in columns[1:]}
 
-    def _column(self, name: str, where: np.ndarray) -> list[Any]:
+    def workload_column(self, name: str, where: np.ndarray) -> list[Any]:
+        """The workload's `name` column ("expected", "messages", "source_id") at case positions `where`;
+        None for each where the workload cannot be read or has no such column."""
         column = self._workload.get(name)
         return [None] * len(where) if column is None else column.take(int64_array(where)).to_pylist()
 
@@ -199,9 +201,9 @@ class Evidence:
     def _examples(self, control: str, candidate: str, where: np.ndarray) -> list[dict[str, Any]]:
         ctl, cand = self.arm(control), self.arm(candidate)
         ids = self.cases.case_ids.take(int64_array(where)).to_pylist()
-        expected = self._column("expected", where)
-        source_ids = self._column(SOURCE_ID, where)
-        prompts = [prompt_snippet(m) for m in self._column("messages", where)]
+        expected = self.workload_column("expected", where)
+        source_ids = self.workload_column(SOURCE_ID, where)
+        prompts = [prompt_snippet(m) for m in self.workload_column("messages", where)]
         ctl_text = self._control_outputs(control, ctl, where)
         cand_rows = texts(cand, where)
         out = []
