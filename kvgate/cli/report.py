@@ -130,7 +130,7 @@ def report(
     if samples is not None:
         from kvgate.report.run_data import read_cases
         from kvgate.report.samples import samples_jsonl
-        from kvgate.runner.manifest import read_manifest
+        from kvgate.rundir.manifest import read_manifest
 
         manifest = read_manifest(run_dir)
         write_output(samples, samples_jsonl(manifest, read_cases(manifest), rows))
