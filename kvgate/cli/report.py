@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,10 @@ FORMATS = ("table", "md", "html", "json", "junit")
 
 
 def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
-    """Render `report` as `fmt` to `output` (stdout when None); a table fits the terminal's width (120
-    columns when not a terminal). A closed stdout drops the rest of the report. With KVGATE_CHECK_REPORT=1
-    the report is first checked against its schema (report.schema)."""
+    """Render `report` as `fmt` to `output` (stdout when None); a table fits the terminal's width (when
+    not a terminal: COLUMNS, else 120 columns, each line without trailing spaces). A closed stdout drops
+    the rest of the report. With KVGATE_CHECK_REPORT=1 the report is first checked against its schema
+    (report.schema)."""
     from kvgate.cli.closed_stdout import stdout_console, tolerating_closed_stdout
     from kvgate.report.schema import check_report, checking
 
@@ -26,13 +28,17 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusi
 
         from kvgate.report.terminal import render_terminal
 
-        if output is None:
+        if output is None and sys.stdout.isatty():
             with tolerating_closed_stdout():
-                render_terminal(report, stdout_console(None if sys.stdout.isatty() else 120))
+                render_terminal(report, stdout_console(None))
             return
         buffer = io.StringIO()
-        render_terminal(report, Console(file=buffer, width=120, color_system=None))
-        text = buffer.getvalue()
+        render_terminal(report, Console(file=buffer, width=piped_width(), color_system=None))
+        text = "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+        if output is None:
+            with tolerating_closed_stdout():
+                click.echo(text, nl=False)
+            return
     else:
         from kvgate.report.renderers import render
 
@@ -42,6 +48,16 @@ def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusi
                 click.echo(text, nl=False)
             return
     write_output(output, text)
+
+
+PIPED_WIDTH = 120
+"""Columns of a table written to a file or a pipe when COLUMNS does not say."""
+
+
+def piped_width() -> int:
+    """COLUMNS when it is a width (20 to 1000 columns), else PIPED_WIDTH."""
+    value = os.environ.get("COLUMNS", "")
+    return int(value) if value.isdigit() and 20 <= int(value) <= 1000 else PIPED_WIDTH
 
 
 def write_output(output: Path, text: str) -> None:

@@ -99,8 +99,9 @@ def stdout_to_stderr() -> Iterator[None]:
 )  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print only the report JSON on stdout.")
 @click.option(
-    "--quiet", is_flag=True, help="No progress and no table; only the exit code (and errors) speak."
-)
+    "--quiet", is_flag=True,
+    help="No progress and no table: one line naming the run directory, then only the exit code (and errors).",
+)  # fmt: skip
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -189,7 +190,7 @@ def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool, verbo
     from kvgate.sequential_run import execute_sequential
 
     with engine_output_to_log(verbose) as log:
-        announce = functools.partial(_announce, log, quiet or as_json or opts.resume is not None)
+        announce = functools.partial(_announce, log, as_json or opts.resume is not None)
         notice = functools.partial(_notice, log)
         if quiet or as_json:
             with stdout_to_stderr():

@@ -45,12 +45,15 @@ def test_json_prints_only_the_report(smoke_workload: Path, tmp_path: Path) -> No
     assert result.stderr == ""
 
 
-def test_quiet_prints_nothing_and_exits_with_the_gate(smoke_workload: Path, tmp_path: Path) -> None:
+def test_quiet_names_only_the_run_and_exits_with_the_gate(smoke_workload: Path, tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
     matrix.write_text(PLANTED)
     result = _run("-w", smoke_workload, "-m", matrix, "-o", tmp_path / "runs", "--quiet")
     assert result.exit_code == 1
-    assert result.stdout == "" and result.stderr == ""
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert result.stdout == "" and result.stderr.splitlines() == [
+        f"kvgate: run {run_dir} (after an interruption: kvgate run --resume {run_dir})"
+    ]
 
 
 def test_resumed_bars_start_from_the_stored_rows(smoke_workload: Path, tmp_path: Path) -> None:
