@@ -167,6 +167,7 @@ def run_growth(sizes: tuple[int, ...], max_freeze: int, max_run: int, root: Path
 
 def profile_run(root: Path, rows: int = 10_000) -> str:
     """cProfile of `kvgate run --engine fake` in process at `rows` result rows: where each row's time goes."""
+    from kvgate.executors.local import LocalExecutor
     from kvgate.runner.job import RunOptions, run_job
 
     where = root / f"profile-run-{rows}"
@@ -176,7 +177,7 @@ def profile_run(root: Path, rows: int = 10_000) -> str:
     opts = RunOptions(
         workload=where / "workload.parquet", matrix=str(where / "matrix.toml"), engine="fake", runs_dir=where
     )
-    wall, top, _ = common.profile_call_table(lambda: run_job(opts))
+    wall, top, _ = common.profile_call_table(lambda: run_job(opts, LocalExecutor()))
     return f"cProfile of the run at {rows:,} result rows, in process ({wall:.1f} s profiled):\n\n{top}\n"
 
 

@@ -26,7 +26,8 @@ from kvgate.gate.policy import load_policy
 from kvgate.models import model_identity, resolve_model
 from kvgate.rundir.manifest import build_manifest
 from kvgate.rundir.store import read_results
-from kvgate.runner.run import RunContext, execute, open_run
+from kvgate.runner.context import RunContext
+from kvgate.runner.run import execute, open_run
 from kvgate.treatments.matrix import Matrix
 from kvgate.treatments.spec import Full, Treatment
 from kvgate.workload.case import Case

@@ -60,10 +60,10 @@ def timed(execute: Callable[..., None]) -> Callable[..., None]:
 def one_run(workload: Path, matrix: Path, out: Path, workers: int) -> dict[str, Any]:
     """One run: on `workers` Ray workers, or with the local executor when `workers` is 0."""
     start = time.perf_counter()
+    executor = RayExecutor(workers=workers) if workers else LocalExecutor()
     run_dir = run_job(
-        RunOptions(workload=workload, matrix=str(matrix), engine="fake", runs_dir=out,
-                   executor="ray" if workers else "local", ray_workers=workers or None)
-    )  # fmt: skip
+        RunOptions(workload=workload, matrix=str(matrix), engine="fake", runs_dir=out), executor
+    )
     wall = time.perf_counter() - start
     generation = GENERATION[-1]
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -24,6 +24,7 @@ from kvgate.cli.options import parse_engine_options
 
 if TYPE_CHECKING:
     from kvgate.cli.engine_log import EngineLog
+    from kvgate.runner.context import Executor
     from kvgate.runner.job import RunOptions
 
 
@@ -130,6 +131,7 @@ def run(
     Every run is new: its directory is printed when it starts. `--resume DIR` continues one.
     """
     from kvgate.engines.server.endpoints import with_endpoints
+    from kvgate.executors import executor_for
     from kvgate.runner.job import RunOptions
 
     engine, options = with_endpoints(
@@ -152,11 +154,8 @@ def run(
             resume=resume,
             limit=limit,
             engine_options=options,
-            executor=executor,
-            ray_address=ray_address,
-            ray_workers=ray_workers,
         )
-        _run(ctx, opts, as_json, quiet, verbose)
+        _run(ctx, opts, executor_for(executor, ray_address, ray_workers), as_json, quiet, verbose)
 
 
 def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Path) -> str:
@@ -182,26 +181,25 @@ def _refuse_incapable(engine: str | None, matrix: str | None) -> None:
         check_capable(engine or DEFAULT_ENGINE, resolve_matrix(matrix or DEFAULT_MATRIX))
 
 
-def _run(ctx: click.Context, opts: RunOptions, as_json: bool, quiet: bool, verbose: bool) -> None:
-    """Generate (look by look when the policy is sequential), engine output kept in the run's
-    `engine.log` unless `verbose`; then report and exit with the gate's code."""
+def _run(
+    ctx: click.Context, opts: RunOptions, executor: Executor, as_json: bool, quiet: bool, verbose: bool
+) -> None:
+    """Generate on `executor` (look by look when the policy is sequential), engine output kept in the
+    run's `engine.log` unless `verbose`; then report and exit with the gate's code."""
     from kvgate.cli.engine_log import engine_output_to_log
     from kvgate.runner.job import run_job
-    from kvgate.sequential_run import execute_sequential
 
     with engine_output_to_log(verbose) as log:
         announce = functools.partial(_announce, log, as_json or opts.resume is not None)
         notice = functools.partial(_notice, log)
         if quiet or as_json:
             with stdout_to_stderr():
-                run_dir = run_job(opts, sequential=execute_sequential, announce=announce, notice=notice)
+                run_dir = run_job(opts, executor, announce=announce, notice=notice)
         else:
             from kvgate.cli.progress import progress_for_stderr
 
             with progress_for_stderr(log.terminal) as progress:
-                run_dir = run_job(
-                    opts, progress, sequential=execute_sequential, announce=announce, notice=notice
-                )
+                run_dir = run_job(opts, executor, progress, announce=announce, notice=notice)
     ctx.exit(_report(run_dir, as_json, quiet))
 
 

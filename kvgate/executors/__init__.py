@@ -1,29 +1,13 @@
 """Executors: where a run's rows are generated. `local` (this process, the default) or `ray` (the
-workers of a Ray cluster, imported only when chosen). Both keep one writer of the run's store."""
+workers of a Ray cluster, imported only when chosen). Both keep one writer of the run's store and
+implement `runner.context.Executor`; the CLI chooses one and hands it to `runner.job.run_job`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
-
-from kvgate.engines.base import Engine
 from kvgate.errors import BadInput
-from kvgate.models import ModelSpec
-from kvgate.runner.run import RunContext
+from kvgate.runner.context import Executor
 
 EXECUTORS = ("local", "ray")
-
-
-class Executor(Protocol):
-    name: str
-
-    def create_engine(self, name: str, model: ModelSpec, options: dict[str, Any]) -> Engine:
-        """The run's engine (for `ray`, a proxy whose answers come from a worker)."""
-        ...
-
-    def execute(self, ctx: RunContext, driver: Callable[[RunContext], None] | None = None) -> None:
-        """Generate every missing row of the run (with `driver`, e.g. the sequential one, if given)."""
-        ...
 
 
 def executor_for(name: str, address: str | None = None, workers: int | None = None) -> Executor:

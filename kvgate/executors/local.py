@@ -4,7 +4,6 @@ A pass is not split into units here: each arm's hardware is recorded with 0 unit
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kvgate.engines.base import Engine
@@ -12,7 +11,8 @@ from kvgate.engines.registry import create_engine
 from kvgate.models import ModelSpec
 from kvgate.rundir.hardware import record_unit, this_machine
 from kvgate.rundir.manifest import write_manifest
-from kvgate.runner.run import RunContext, execute
+from kvgate.runner.context import Driver, RunContext
+from kvgate.runner.run import execute
 
 
 class LocalExecutor:
@@ -23,7 +23,7 @@ class LocalExecutor:
     def create_engine(self, name: str, model: ModelSpec, options: dict[str, Any]) -> Engine:
         return create_engine(name, model, **options)
 
-    def execute(self, ctx: RunContext, driver: Callable[[RunContext], None] | None = None) -> None:
+    def execute(self, ctx: RunContext, driver: Driver | None = None) -> None:
         """Record this machine as every arm's hardware (a run whose rows were generated on another kind
         is refused here), then generate with `driver` (default: `execute`). The manifest is written only
         when that changes it: a resumed run with nothing to do changes no file."""

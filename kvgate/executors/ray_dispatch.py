@@ -22,8 +22,9 @@ from kvgate.executors.row_sink import RowSink
 from kvgate.executors.units import WorkUnit
 from kvgate.rundir.hardware import record_unit
 from kvgate.rundir.manifest import write_manifest
+from kvgate.runner.context import RunContext
 from kvgate.runner.rows import result_row
-from kvgate.runner.run import PART_SECONDS, RunContext, arm_setup, control_tokens
+from kvgate.runner.run import PART_SECONDS, arm_setup, control_tokens
 
 MAX_TRIES = 3
 """How often a unit may lose its worker before the run gives up (exit 4, resumable)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
 from typing import Any
 
 from kvgate.engines.base import ArmSession, ArmSetup
@@ -26,9 +25,9 @@ from kvgate.models import ModelSpec
 from kvgate.rundir.hardware import run_kinds
 from kvgate.rundir.manifest import write_manifest
 from kvgate.rundir.store import compact, stored_keys
+from kvgate.runner.context import Driver, RunContext
 from kvgate.runner.control_check import refuse_unwinnable_on_control
 from kvgate.runner.passes import ArmRun, candidate_only_failures, first_passes, rerun_pass
-from kvgate.runner.run import RunContext
 from kvgate.treatments.spec import Treatment
 
 
@@ -133,7 +132,7 @@ class RayExecutor:
             "max_tries": self.max_tries,
         }
 
-    def execute(self, ctx: RunContext, driver: Callable[[RunContext], None] | None = None) -> None:
+    def execute(self, ctx: RunContext, driver: Driver | None = None) -> None:
         """Generate every missing row of the run on the cluster."""
         engine = ctx.engine
         if driver is not None or not isinstance(engine, RayEngine):

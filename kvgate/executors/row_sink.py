@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 from kvgate.rundir.store import RowKey
-from kvgate.runner.run import MAX_PART_ROWS, PART_SECONDS, RunContext, store_rows
+from kvgate.runner.context import RunContext
+from kvgate.runner.run import MAX_PART_ROWS, PART_SECONDS, store_rows
 
 
 def row_key(row: dict[str, Any]) -> RowKey:

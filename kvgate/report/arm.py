@@ -37,7 +37,7 @@ def is_lossless(spec: dict[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class RunContext:
+class ReportContext:
     """What every arm's report reads: the rows, the control, the A/A signal, slices and policy."""
 
     rows: RunRows
@@ -68,7 +68,7 @@ class RunContext:
         return self._evidence["run"]
 
 
-def _signals(ctx: RunContext, name: str, outcomes: np.ndarray) -> CaseSignals:
+def _signals(ctx: ReportContext, name: str, outcomes: np.ndarray) -> CaseSignals:
     cio = outcomes == CACHE_INDUCED
     if ctx.manifest["matrix"].get("confirm_reruns", 0) <= 0:
         none = np.zeros_like(cio)
@@ -80,7 +80,7 @@ def _signals(ctx: RunContext, name: str, outcomes: np.ndarray) -> CaseSignals:
 
 
 def _decision(
-    name: str, ctx: RunContext, slices: list[dict[str, Any]], noisy: bool, errors: int, missing: int
+    name: str, ctx: ReportContext, slices: list[dict[str, Any]], noisy: bool, errors: int, missing: int
 ) -> tuple[str, str]:
     """The arm's decision (gate.procedure.arm_codes over its slices' final decisions), with data
     problems between: isolation contradicted → error; engine errors or missing pairs → error unless a
@@ -114,7 +114,7 @@ def _decision(
 
 
 def _gains(
-    evidence: Evidence, control: str, name: str, usable: np.ndarray, ctx: RunContext, spec: dict[str, Any]
+    evidence: Evidence, control: str, name: str, usable: np.ndarray, ctx: ReportContext, spec: dict[str, Any]
 ) -> dict[str, Any]:
     """What the arm buys against the control (report.evidence): KV entries and bytes, TTFT, latency."""
     out = gains(evidence.arm(control), evidence.arm(name), usable)
@@ -123,7 +123,7 @@ def _gains(
     return out
 
 
-def arm_report(name: str, ctx: RunContext) -> dict[str, Any]:
+def arm_report(name: str, ctx: ReportContext) -> dict[str, Any]:
     spec = ctx.manifest["arms"][name]["spec"]
     cand = ctx.rows.arm_rows(name)
     control = ctx.control

@@ -22,7 +22,7 @@ from kvgate.gate.decision import EXIT_CODES, combine
 from kvgate.gate.feasibility import check_safe
 from kvgate.gate.policy import Policy, parse_policy
 from kvgate.gate.policy_diff import TEXT_ONLY, changed_settings
-from kvgate.report.arm import RunContext, arm_report
+from kvgate.report.arm import ReportContext, arm_report
 from kvgate.report.context import context_group
 from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
 from kvgate.report.numbers import ratio
@@ -157,7 +157,7 @@ def report_and_rows(
         notes.append(f"unsafe policy ({'; '.join(policy.unsafe)}): {unsafe_reason or 'no reason stored'}")
     prompt_tokens = np.where(cases.n_prompt_tokens > 0, cases.n_prompt_tokens, control.n_prompt_tokens)
     isolation = isolation_checks(rows, manifest["arms"])
-    ctx = RunContext(
+    ctx = ReportContext(
         rows=rows,
         manifest=manifest,
         control=control,

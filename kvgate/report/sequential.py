@@ -15,7 +15,7 @@ import numpy as np
 
 from kvgate.gate.policy import Policy
 from kvgate.gate.sequential import Look, looks, strata, stratified_order
-from kvgate.report.arm import RunContext, arm_report
+from kvgate.report.arm import ReportContext, arm_report
 from kvgate.report.slices import ALL, SliceGroup, is_gated
 from kvgate.rundir.manifest import spec_hash_of_run_id
 
@@ -47,7 +47,7 @@ def schedule(groups: list[SliceGroup], policy: Policy, n_cases: int, run_id: str
     return looks(run_order(groups, policy, n_cases, run_id), policy)
 
 
-def sequential_arm_report(name: str, ctx: RunContext, looks: list[Look]) -> dict[str, Any]:
+def sequential_arm_report(name: str, ctx: ReportContext, looks: list[Look]) -> dict[str, Any]:
     """The arm's report at its stopping look, with a `sequential` block saying where and why it stopped."""
     arm: dict[str, Any] = {}
     for look in looks:

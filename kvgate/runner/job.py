@@ -18,7 +18,6 @@ from kvgate.engines.capability import check_capable
 from kvgate.engines.options import check_engine_options
 from kvgate.engines.registry import DEFAULT_ENGINE, engine_info
 from kvgate.errors import BadInput, RunInterrupted
-from kvgate.executors import executor_for
 from kvgate.gate.feasibility import check_safe, check_winnable
 from kvgate.gate.policy import Policy, load_policy, parse_policy
 from kvgate.models import (
@@ -33,15 +32,10 @@ from kvgate.rundir.lock import run_lock
 from kvgate.rundir.manifest import MANIFEST, build_manifest, read_manifest, stopped_before_it_began
 from kvgate.rundir.store import reconcile, remove_superseded_parts, remove_temp_files
 from kvgate.runner.case_keys import cluster_key
+from kvgate.runner.context import Executor, NoProgress, Progress, RunContext
 from kvgate.runner.policy_slices import check_policy_slices
-from kvgate.runner.run import (
-    NoProgress,
-    Progress,
-    RunContext,
-    check_applicable,
-    open_run,
-    refuse_if_changed,
-)
+from kvgate.runner.run import check_applicable, open_run, refuse_if_changed
+from kvgate.runner.sequential import execute_sequential
 from kvgate.runner.tokenizer_match import check_tokenizer
 from kvgate.treatments.matrix import DEFAULT_MATRIX, Matrix, parse_matrix_text, resolve_matrix
 from kvgate.workload.case import case_labels
@@ -49,8 +43,6 @@ from kvgate.workload.checks import check_validators
 from kvgate.workload.schema import read_workload
 from kvgate.workload.selection import select_cases
 
-Executor = Callable[[RunContext], None]
-"""Generates a run's missing rows (runner.run.execute, or the sequential driver)."""
 DEFAULT_SUITE = "smoke"
 
 
@@ -68,9 +60,6 @@ class RunOptions:
     limit: int | None = None
     engine_options: dict[str, Any] | None = None
     policy_unsafe_reason: str | None = None
-    executor: str = "local"
-    ray_address: str | None = None
-    ray_workers: int | None = None
     run_dir: Path | None = None
 
 
@@ -166,15 +155,15 @@ def claim_new_run_dir(run_dir: Path) -> None:
 
 def run_job(
     opts: RunOptions,
+    executor: Executor,
     progress: Progress | None = None,
-    sequential: Executor | None = None,
     announce: Callable[[Path], None] | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> Path:
-    """Run (or resume) the matrix; returns the run directory. `sequential`: how a policy with
-    `sequential = true` generates (look by look; the caller supplies it, since it reads reports).
-    `announce(run_dir)` is called once the run directory is open, before any generation; `notice(line)`
-    with what the user did not choose (the default workload)."""
+    """Run (or resume) the matrix on `executor`; returns the run directory. A policy with
+    `sequential = true` generates look by look (`runner.sequential`). `announce(run_dir)` is called
+    once the run directory is open, before any generation; `notice(line)` with what the user did not
+    choose (the default workload)."""
     if opts.run_dir is not None and opts.resume is not None:
         raise BadInput("--run-dir names a new run; --resume continues one: give one of them")
     for option, value in (("--engine", opts.engine), ("--model", opts.model), ("--matrix", opts.matrix)):
@@ -182,9 +171,6 @@ def run_job(
             raise BadInput(f"{option} is empty: name one, or leave the option out for the default")
     stored = read_manifest(opts.resume) if opts.resume is not None else None
     inputs = resolve_inputs(opts, stored)
-    if inputs.policy.sequential and sequential is None:
-        raise BadInput("a sequential policy needs `kvgate run` (it stops arms between looks)")
-    executor = executor_for(opts.executor, opts.ray_address, opts.ray_workers)
     if inputs.policy.sequential and executor.name != "local":
         raise BadInput(
             f"a sequential policy stops arms between looks: run it with --executor local, not {executor.name}"
@@ -271,7 +257,7 @@ def run_job(
                     engine,
                     progress or NoProgress(),
                 )
-                executor.execute(ctx, sequential if inputs.policy.sequential else None)
+                executor.execute(ctx, execute_sequential if inputs.policy.sequential else None)
         except KeyboardInterrupt as exc:
             raise RunInterrupted(run_dir) from exc
     finally:

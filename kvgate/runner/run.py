@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kvgate.engines.base import ArmSession, ArmSetup, Engine
 from kvgate.errors import BadInput, EngineFailure, KvgateError, TreatmentRefused
-from kvgate.gate.policy import Policy
 from kvgate.rundir.manifest import MANIFEST, changed_identity, read_manifest, write_manifest
 from kvgate.rundir.store import RowKey, compact, read_results, stored_keys, write_part
+from kvgate.runner.context import RunContext
 from kvgate.runner.control_check import refuse_unwinnable_on_control
 from kvgate.runner.passes import (
     ArmRun,
@@ -33,46 +32,11 @@ from kvgate.runner.rows import result_row
 from kvgate.treatments.matrix import Matrix
 from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
-from kvgate.workload.schema import Workload
 
 PART_SECONDS = 0.25
 """A part is stored once this much generation time has gathered (whole batches): a crash loses at most
 this, or the batch in flight."""
 MAX_PART_ROWS = 1024
-
-
-class Progress(Protocol):
-    def start(self, label: str, total: int, done: int) -> None: ...
-
-    def advance(self, n: int) -> None: ...
-
-    def finish(self) -> None: ...
-
-
-class NoProgress:
-    def start(self, label: str, total: int, done: int) -> None:
-        return None
-
-    def advance(self, n: int) -> None:
-        return None
-
-    def finish(self) -> None:
-        return None
-
-
-@dataclass
-class RunContext:
-    run_dir: Path
-    manifest: dict[str, Any]
-    workload: Workload
-    cases: tuple[Case, ...]
-    matrix: Matrix
-    policy: Policy
-    engine: Engine
-    progress: Progress = field(default_factory=NoProgress)
-    done: set[RowKey] = field(default_factory=set)
-    control_tokens: dict[str, list[int]] | None = None
-    """The control's output tokens by case, read once its pass is complete."""
 
 
 def check_applicable(engine: Engine, matrix: Matrix) -> None:

@@ -20,9 +20,10 @@ from kvgate.report.run_data import read_cases
 from kvgate.report.sequential import run_order
 from kvgate.report.slices import slice_groups
 from kvgate.rundir.store import stored_keys
+from kvgate.runner.context import RunContext
 from kvgate.runner.control_check import refuse_unwinnable_on_control
 from kvgate.runner.passes import ArmRun
-from kvgate.runner.run import RunContext, run_pass, run_reruns
+from kvgate.runner.run import run_pass, run_reruns
 
 
 def open_arms(report: dict[str, Any], look: int) -> set[str]:
