@@ -1,0 +1,108 @@
+"""`kvgate runs [DIR]`: the runs under a runs directory; `kvgate view RUN`: its HTML report, opened.
+
+`view` writes the report to `RUN/report.html` (or `-o FILE`) and opens it in the browser; `--serve`
+serves that file on loopback only (127.0.0.1) until Ctrl-C, for a machine reached over SSH with a
+forwarded port.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+DEFAULT_RUNS = Path("runs")
+
+
+@click.command()
+@click.argument("runs_dir", type=click.Path(path_type=Path), default=DEFAULT_RUNS, required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of runs on stdout.")
+def runs(runs_dir: Path, as_json: bool) -> None:
+    """List the runs under RUNS_DIR (default: runs): id, created, matrix, engine, model, decision."""
+    from kvgate.errors import BadInput
+    from kvgate.report.runs_index import list_runs
+
+    if not runs_dir.is_dir():
+        raise BadInput(f"{runs_dir} is not a folder of runs (kvgate run -o DIR makes one)")
+    rows = list_runs(runs_dir)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo(f"no runs in {runs_dir}")
+        return
+    table = [["run", "created (UTC)", "matrix", "engine", "model", "cases", "decision"]]
+    for r in rows:
+        decision = r["decision"] if r["exit_code"] is None else f"{r['decision']} (exit {r['exit_code']})"
+        created = (r["created_at"] or "")[:19].replace("T", " ")
+        cells = [
+            r["run_id"] or Path(r["path"]).name,
+            created,
+            r["matrix"],
+            r["engine"],
+            r["model"],
+            r["n_cases"],
+        ]
+        table.append([*(str(c) if c is not None else "—" for c in cells), decision])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:  # whole values, never cut: a run id is what the next command takes
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), default=None, help="[default: RUN/report.html]"
+)
+@click.option(
+    "--serve", is_flag=True, help="Serve the report on 127.0.0.1 until Ctrl-C instead of opening it."
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port for --serve (0: any free one).")
+@click.option("--no-open", is_flag=True, help="Only write the file and print its path.")
+def view(run_dir: Path, output: Path | None, serve: bool, port: int, no_open: bool) -> None:
+    """Write RUN_DIR's HTML report and open it in the browser (or serve it on loopback)."""
+    from kvgate.cli.report import write_output
+    from kvgate.report.model import build_report
+    from kvgate.report.renderers import render
+
+    path = output or run_dir / "report.html"
+    write_output(path, render(build_report(run_dir), "html"))
+    click.echo(f"kvgate: wrote {path}", err=True)
+    if serve:
+        _serve(path, port)
+    elif not no_open:
+        import webbrowser
+
+        if not webbrowser.open(path.resolve().as_uri()):
+            click.echo(f"kvgate: no browser here: open {path}, or serve it with --serve", err=True)
+
+
+def _serve(path: Path, port: int) -> None:
+    """Serve `path` alone at http://127.0.0.1:PORT/ (every other request is a 404) until Ctrl-C."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = path.read_bytes()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path not in ("/", f"/{path.name}"):
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    click.echo(f"kvgate: serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
