@@ -45,12 +45,10 @@ from kvgate.errors import BadInput
 from kvgate.gate.feasibility import slice_members
 from kvgate.gate.policy import slice_terms
 from kvgate.models import ModelSpec
+from kvgate.treatments.faults import RATES, check_faults
 from kvgate.treatments.spec import Eviction, Treatment
 from kvgate.workload.case import Case, case_labels
 
-RATES = ("wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate")
-MAX_LATENCY_S = 60.0
-FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "exit_after", "seed", "only_slice"}
 LOST_EXIT_CODE = 137
 _SHARED_STORE: dict[tuple[int, ...], str] = {}
 
@@ -76,35 +74,6 @@ def hits(fault: str, rate: float, seed: int, case_id: str) -> bool:
 
 def _tokens(text: str) -> tuple[int, ...]:
     return tuple(zlib.crc32(w.encode()) & 0x7FFFFFFF for w in text.split())
-
-
-def check_faults(faults: dict[str, Any], where: str) -> None:
-    """Unknown faults and ill-typed values are a one-line BadInput naming the key."""
-    for key, value in faults.items():
-        if key not in FAULT_KEYS:
-            raise BadInput(f"{where}: unknown fault {key!r}; known: {', '.join(sorted(FAULT_KEYS))}")
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if key in RATES and not (number and 0 <= value <= 1):
-            raise BadInput(f"{where}: {key} must be in [0, 1], got {value!r}")
-        if key == "latency_s" and not (number and 0 <= value <= MAX_LATENCY_S):
-            raise BadInput(f"{where}: latency_s must be a number in [0, {MAX_LATENCY_S}], got {value!r}")
-        if key in ("crash_after", "exit_after", "seed") and not (
-            isinstance(value, int) and not isinstance(value, bool)
-        ):
-            raise BadInput(f"{where}: {key} must be an integer, got {value!r}")
-        if key in ("crash_after", "exit_after") and value < 0:
-            raise BadInput(f"{where}: {key} must be ≥ 0, got {value}")
-        if key == "salt_leak" and not isinstance(value, bool):
-            raise BadInput(f"{where}: salt_leak must be true or false, got {value!r}")
-        if key == "only_slice":
-            if not isinstance(value, str):
-                raise BadInput(
-                    f"{where}: only_slice must be a slice name such as 'ctx_bucket=4k', got {value!r}"
-                )
-            try:
-                slice_terms(value)
-            except BadInput as exc:
-                raise BadInput(f"{where}: only_slice: {exc}") from None
 
 
 def check_fault_slices(faults: Mapping[str, Mapping[str, Any]], cases: Sequence[Case], where: str) -> None:

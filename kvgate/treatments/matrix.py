@@ -268,7 +268,7 @@ def _arm_load(value: Any, where: str) -> dict[str, dict[str, int]]:
 
 
 def _faults(value: Any, names: list[str], where: str) -> dict[str, dict[str, Any]]:
-    from kvgate.engines.fake import check_faults
+    from kvgate.treatments.faults import check_faults
 
     faults = _tables(value, f"{where} [faults]")
     for arm, table in faults.items():

@@ -12,10 +12,11 @@ from click.testing import CliRunner, Result
 
 from kvgate.cli import cli
 from kvgate.engines.base import ArmSetup
-from kvgate.engines.fake import check_fault_slices, check_faults
+from kvgate.engines.fake import check_fault_slices
 from kvgate.engines.registry import create_engine
 from kvgate.errors import BadInput
 from kvgate.models import resolve_model
+from kvgate.treatments.faults import check_faults
 from kvgate.treatments.spec import Quantize
 from kvgate.validators.registry import get_validator
 from kvgate.workload.case import Case
