@@ -1,5 +1,7 @@
-"""Progress on stderr: one rich bar per pass of each arm, with cases/s and the time left, on a terminal;
-elsewhere (CI logs) a line when each pass starts, every minute, and when it ends."""
+"""Progress on stderr: one rich bar per pass of each arm, with its rate and the time left, on a terminal;
+elsewhere (CI logs) a line when each pass starts, every minute, and when it ends, each opening with the
+UTC time and giving the pass's rate and, while it runs, its time left. A slow rate (under one case a
+second) reads as seconds per case, never "0.0 cases/s"."""
 
 from __future__ import annotations
 
@@ -27,7 +29,26 @@ class RateColumn(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
-        return Text("—" if speed is None else f"{speed:.1f} cases/s", style="progress.data.speed")
+        return Text("—" if not speed else rate_text(speed), style="progress.data.speed")
+
+
+def rate_text(per_second: float) -> str:
+    """`2.50 cases/s`, or `12.3 s/case` below one case a second."""
+    return f"{per_second:.2f} cases/s" if per_second >= 1 else f"{1 / per_second:.1f} s/case"
+
+
+def duration(seconds: float) -> str:
+    """`42 s`, `7 min 05 s`, `2 h 03 min`."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def _stamp() -> str:
+    return time.strftime("%H:%M:%SZ", time.gmtime())
 
 
 class RichProgress:
@@ -86,17 +107,20 @@ class LineProgress:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def _line(self, what: str) -> None:
+    def _line(self, what: str, running: bool = False) -> None:
         elapsed = time.monotonic() - self._started
-        rate = f", {self._new / elapsed:.2f} cases/s" if self._new and elapsed > 0 else ""
+        per_second = self._new / elapsed if self._new and elapsed > 0 else 0.0
+        rate = f", {rate_text(per_second)}" if per_second else ""
+        left = self._total - self._done
+        eta = f", ETA {duration(left / per_second)}" if running and per_second and left > 0 else ""
         done = f"{self._done}/{self._total} cases"
-        print(f"{self._label}: {what} {done}, {elapsed:.0f} s{rate}", file=self._out)
+        print(f"{_stamp()} {self._label}: {what} {done}, {duration(elapsed)}{rate}{eta}", file=self._out)
         self._out.flush()
 
     def start(self, label: str, total: int, done: int) -> None:
         self._label, self._total, self._done, self._new = label, total, done, 0
         self._started = self._last = time.monotonic()
-        print(f"{label}: {total - done} of {total} cases to generate", file=self._out)
+        print(f"{_stamp()} {label}: {total - done} of {total} cases to generate", file=self._out)
         self._out.flush()
 
     def advance(self, n: int) -> None:
@@ -104,7 +128,7 @@ class LineProgress:
         self._new += n
         if time.monotonic() - self._last >= self._every_s:
             self._last = time.monotonic()
-            self._line("at")
+            self._line("at", running=True)
 
     def finish(self) -> None:
         if self._label:

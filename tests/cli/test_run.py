@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -29,7 +30,8 @@ def test_defaults_freeze_the_smoke_suite_and_show_progress_per_arm(tmp_path: Pat
     assert result.exit_code == 3, result.output  # 24 cases: too few control passes to decide
     assert (tmp_path / "runs" / "workloads" / "smoke.words.parquet").exists()
     bars = [line for line in result.stderr.splitlines() if "cases/s" in line]
-    assert [line.split()[0].rstrip(":") for line in bars] == ["full", "full", "streaming-50", "fp8-e4m3"]
+    assert [line.split()[1].rstrip(":") for line in bars] == ["full", "full", "streaming-50", "fp8-e4m3"]
+    assert all(re.match(r"^\d\d:\d\d:\d\dZ ", line) for line in bars)  # each log line opens with its UTC time
     assert "(A/A replicate 1)" in bars[1] and all("done, 24/24 cases" in b for b in bars)
     assert "results: " in result.stderr
     assert "gate: INCONCLUSIVE (exit 3)" in result.stdout
@@ -86,10 +88,21 @@ def test_a_terminal_gets_a_bar_and_a_log_gets_lines() -> None:
         lines.advance(1)
         lines.advance(1)
         lines.finish()
-    text = log.getvalue().splitlines()
+    text = [line.split(" ", 1)[1] for line in log.getvalue().splitlines()]  # after the UTC time
     assert text[0] == "fp8-e4m3: 2 of 3 cases to generate"
     assert text[1].startswith("fp8-e4m3: at 2/3 cases") and text[-1].startswith("fp8-e4m3: done, 3/3 cases")
+    assert ", ETA " in text[1] and "ETA" not in text[-1]
     assert len(text) == 4
+
+
+@pytest.mark.parametrize(
+    ("per_second", "shown"), [(2.5, "2.50 cases/s"), (1.0, "1.00 cases/s"), (0.08, "12.5 s/case")]
+)
+def test_a_slow_rate_reads_as_seconds_per_case(per_second: float, shown: str) -> None:
+    from kvgate.cli.progress import duration, rate_text
+
+    assert rate_text(per_second) == shown
+    assert [duration(s) for s in (42, 425, 7380)] == ["42 s", "7 min 05 s", "2 h 03 min"]
 
 
 def test_stdout_to_stderr_catches_native_writes(capfd: pytest.CaptureFixture[str]) -> None:
