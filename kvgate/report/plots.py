@@ -15,6 +15,8 @@ from kvgate.errors import BadInput
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "error": "#8e24aa"}
 SERIES = ["#1565c0", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#37474f"]
+MAX_CONTEXT_PANELS = 12
+"""Arms drawn in the CFR-by-context figure (one panel each)."""
 RC: Any = {"svg.hashsalt": "kvgate", "svg.fonttype": "path", "font.size": 9, "axes.spines.top": False,
       "axes.spines.right": False}  # fmt: skip
 
@@ -86,11 +88,12 @@ def cfr_by_context(report: dict[str, Any]) -> str | None:
     with a band to the upper bound, so arms never overlap."""
     import matplotlib
 
-    arms = [
+    plotted = [
         a for a in report["arms"] if any(p["cfr"] is not None and p["prompt_tokens"] for p in a["by_context"])
     ]
-    if not arms:
+    if not plotted:
         return None
+    arms = plotted[:MAX_CONTEXT_PANELS]  # the layout's cost grows faster than its panels
     ticks = {p["prompt_tokens"]: p["bucket"] for a in arms for p in a["by_context"] if p["prompt_tokens"]}
     columns = min(3, len(arms))
     rows = -(-len(arms) // columns)
@@ -121,7 +124,8 @@ def cfr_by_context(report: dict[str, Any]) -> str | None:
             first.set_xlim(only / 1.5, only * 1.5)
         first.yaxis.set_major_formatter(_percent())
         first.set_ylim(0, min(1.06, top * 1.1))
-        fig.supxlabel("context bucket (median prompt tokens)", fontsize=9)
+        more = f"; the first {len(arms)} of {len(plotted)} arms (the JSON has all)" if arms != plotted else ""
+        fig.supxlabel(f"context bucket (median prompt tokens){more}", fontsize=9)
         fig.supylabel("CFR (band: to the upper bound)", fontsize=9)
         return _svg(fig)
 

@@ -37,7 +37,13 @@ from kvgate.runner.policy_slices import check_policy_slices
 from kvgate.runner.run import check_applicable, open_run, refuse_if_changed
 from kvgate.runner.sequential import execute_sequential
 from kvgate.runner.tokenizer_match import check_tokenizer
-from kvgate.treatments.matrix import DEFAULT_MATRIX, Matrix, parse_matrix_text, resolve_matrix
+from kvgate.treatments.matrix import (
+    DEFAULT_MATRIX,
+    Matrix,
+    check_run_size,
+    parse_matrix_text,
+    resolve_matrix,
+)
 from kvgate.workload.case import case_labels
 from kvgate.workload.checks import check_validators
 from kvgate.workload.schema import read_workload
@@ -190,6 +196,7 @@ def run_job(
         )
     check_validators(workload.cases, f"workload {workload_path}")
     cases = select_cases(workload, inputs.limit)
+    check_run_size(inputs.matrix, len(cases))
     check_policy_slices(inputs.policy, map(case_labels, workload.cases), f"workload {workload_path}")
     if inputs.engine == "fake":
         from kvgate.engines.fake import check_fault_slices

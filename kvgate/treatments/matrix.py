@@ -47,6 +47,11 @@ MAX_BATCH_SIZE = 4096
 MAX_CONCURRENCY = 1024
 """Most requests in flight (default or per arm) a matrix may ask for."""
 MAX_KV_BLOCKS = 1 << 24
+MAX_CANDIDATES = 64
+"""Most candidate arms a matrix may hold (each is a full pass over the workload, and a report section)."""
+MAX_ARM_CASES = 10_000_000
+"""Most arm passes × cases one run may ask for (control, A/A replicate and candidates, first attempts):
+about a million generations is a long run on one GPU; ten times that is refused as a typo."""
 LOAD_KEYS = ("concurrency", "kv_blocks")
 DEFAULT_MATRIX = "default"
 """The shipped matrix a run takes when none is named."""
@@ -178,6 +183,11 @@ def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
     candidate_names = spec["candidates"]
     if not isinstance(candidate_names, list) or not all(isinstance(c, str) for c in candidate_names):
         raise BadInput(f"{here}: candidates must be a list of treatment names")
+    if len(candidate_names) > MAX_CANDIDATES:
+        raise BadInput(
+            f"{here}: {len(candidate_names)} candidates, over the most a matrix may hold "
+            f"({MAX_CANDIDATES}); split them over several matrices (or pick some with --arms)"
+        )
     control = parse_treatment(control_name, tables, where)
     if control.kind != "full":
         raise BadInput(f"{where}: the control {control.name!r} must be of kind 'full'")
@@ -203,6 +213,16 @@ def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
         kv_blocks=_kv_blocks(spec, here),
         arm_load=_arm_load(data.get("arm", {}), where),
     )
+
+
+def check_run_size(matrix: Matrix, n_cases: int) -> None:
+    """Refuse a run whose arm passes × cases exceed MAX_ARM_CASES, naming the bound and the way out."""
+    passes = 1 + int(matrix.aa_replicate) + len(matrix.candidates)
+    if passes * n_cases > MAX_ARM_CASES:
+        raise BadInput(
+            f"matrix {matrix.name!r} on {n_cases} cases asks for {passes} × {n_cases} = {passes * n_cases} "
+            f"generations, over the most one run may ({MAX_ARM_CASES}); run fewer cases (--limit) or arms"
+        )
 
 
 def _table(value: Any, where: str) -> dict[str, Any]:

@@ -268,3 +268,33 @@ def test_resume_never_writes_through_a_planted_engine_log(
     assert done.returncode == 2, done.stderr[-300:]
     refusal = done.stderr.strip().splitlines()[-1]
     assert "engine.log is a link" in refusal or "engine.log is not a regular file" in refusal, refusal
+
+
+@pytest.mark.parametrize("n_candidates", [65, 500, 100_000])
+def test_a_matrix_with_too_many_candidates_is_refused_naming_the_bound(
+    tmp_path: Path, smoke_workload: Path, n_candidates: int
+) -> None:
+    """100,000 candidates were accepted (days of work) and an HTML report of 500 arms did not finish in
+    9 minutes; a matrix now holds at most MAX_CANDIDATES."""
+    names = ", ".join(f'"q{i}"' for i in range(n_candidates))
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(f'[matrix]\ncontrol = "full"\ncandidates = [{names}]\n')
+    code, output = run(["-w", str(smoke_workload), "-m", str(matrix)], tmp_path / "runs")
+    assert code == 2 and f"{n_candidates} candidates, over the most a matrix may hold (64)" in output, output
+    assert len(output.strip().splitlines()) == 1 and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("n_cases", "aa", "refused"), [(3_400_000, True, True), (5_000_000, False, False)])
+def test_a_run_of_too_many_generations_is_refused(n_cases: int, aa: bool, refused: bool) -> None:
+    from kvgate.errors import BadInput
+    from kvgate.treatments.matrix import check_run_size, parse_matrix_text
+
+    text = f'[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\naa_replicate = {str(aa).lower()}\n'
+    matrix = parse_matrix_text(text, "m", "m.toml")
+    if refused:
+        with pytest.raises(
+            BadInput, match=r"3 × 3400000 = 10200000 generations, over the most one run may \(10000000\)"
+        ):
+            check_run_size(matrix, n_cases)
+    else:
+        check_run_size(matrix, n_cases)  # 2 × 5,000,000: at the bound, allowed
