@@ -2,6 +2,10 @@
 
 - Isolation violated (a namespace that leaks, a reuse arm that never reused, KV from another
   namespace): the results are not evidence; exit 4 whatever the gate says.
+- No proof of treatment (an arm whose counters do not show its treatment ran: FP8 not applied, eviction
+  keeping more than its ratio allows, an offload tier never written or never read back, reuse that never
+  hit, `report.proof`): the report already makes the arm an error (exit 4 unless another arm fails);
+  each arm's missing evidence is one line here.
 - A lossless arm (prefix reuse, offload) run under load that diverged from the control: a defect; the
   gate fails (exit 1) unless the run already failed harder.
 A served run also prints each arm's server counters (requests, retries, timeouts, preemptions).
@@ -10,7 +14,7 @@ A served run also prints each arm's server counters (requests, retries, timeouts
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,19 +25,25 @@ if TYPE_CHECKING:
 
 
 def exit_code_with_findings(
-    run_dir: Path, code: int, quiet: bool, counters: PassCounters | None = None
+    run_dir: Path, report: dict[str, Any], quiet: bool, counters: PassCounters | None = None
 ) -> int:
-    """`code` (the gate's) as the run's counters leave it; each finding is one line on stderr.
-    `counters`: the rows' cache counters when the caller has read them already (the report has)."""
+    """The exit code of `report` (the gate's) as the run's counters leave it; each finding is one line on
+    stderr. The proofs of treatment are the report's own (`arms[].proof`, report.proof); `counters`:
+    the rows' cache counters when the caller has read them already (the report has)."""
     from kvgate.report.isolation import isolation_violations
+    from kvgate.report.proof import missing_proofs
     from kvgate.runner.lossless import lossless_defects, server_summary
 
     if not quiet:
         for line in server_summary(run_dir):
             click.echo(f"kvgate: server: {line}", err=True)
+    code = int(report["exit_code"])
     violations = isolation_violations(run_dir, counters)
     for violation in violations:
         click.echo(f"kvgate: error: isolation: {violation}", err=True)
+    unproven = missing_proofs({a["arm"]: a["proof"] for a in report["arms"] if a.get("proof")})
+    for line in unproven:
+        click.echo(f"kvgate: error: proof: {line}", err=True)
     defects = lossless_defects(run_dir)
     for defect in defects:
         click.echo(f"kvgate: defect: {defect}", err=True)

@@ -151,7 +151,7 @@ def report(
         manifest = read_manifest(run_dir)
         write_output(samples, samples_jsonl(manifest, read_cases(manifest), rows))
         click.echo(f"kvgate: wrote {samples} (one line per candidate and case)", err=True)
-    code = exit_code_with_findings(run_dir, int(data["exit_code"]), quiet=False, counters=rows.counters())
+    code = exit_code_with_findings(run_dir, data, quiet=False, counters=rows.counters())
     if fail_on_regression and data.get("compare", {}).get("regressions") and code != EXIT_ENGINE_ERROR:
         ctx.exit(EXIT_GATE_FAILED)
     ctx.exit(code)

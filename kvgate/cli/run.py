@@ -230,4 +230,4 @@ def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:
         emit(report, "json" if as_json else "table", None)
         if not as_json:
             click.echo(f"results: {run_dir}", err=True)
-    return exit_code_with_findings(run_dir, int(report["exit_code"]), quiet, rows.counters())
+    return exit_code_with_findings(run_dir, report, quiet, rows.counters())

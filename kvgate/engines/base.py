@@ -25,6 +25,14 @@ class Generation:
     retained output's norm, the share of cells whose bound is the cap); None without a certificate.
     `timed_out`: the case ran past the engine's per-case time limit (`error` says so); stored as
     fail_kind "timeout", a failure of the arm, not an engine error.
+
+    The treatment's evidence, as the engine counted it (None: the engine does not count it; the proof
+    of treatment, `report/proof.py`, then says what is missing):
+    `kv_bytes`: bytes of KV the case's cache held after the treatment, in the format it was stored in;
+    `kv_dtype`: the element type the engine stored the case's KV in (e.g. "bfloat16", "fp8_e4m3");
+    `n_kv_quantized`: cache positions stored quantised (prompt and generated tokens);
+    `n_tier_written`, `n_tier_read`: KV blocks written to the offload tier and read back from it;
+    `n_spans_reused`: context spans found in the span store and placed into the cache.
     """
 
     output_text: str
@@ -44,6 +52,12 @@ class Generation:
     certificate_relative_bound_mean: float | None = None
     certificate_relative_estimate_mean: float | None = None
     certificate_cap_share: float | None = None
+    kv_bytes: int | None = None
+    kv_dtype: str | None = None
+    n_kv_quantized: int | None = None
+    n_tier_written: int | None = None
+    n_tier_read: int | None = None
+    n_spans_reused: int | None = None
 
     @staticmethod
     def failed(case: Case, error: str) -> Generation:

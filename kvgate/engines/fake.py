@@ -16,14 +16,23 @@ of cases, so the same fault at the same seed hits the same cases in every arm:
   error; a resumed run gets that many more cases done per session);
 - exit_after: the process running the session ends at once (exit code 137, as if killed) when it is
   about to generate past this many cases, once per pass of a run (a marker named by the pass's namespace
-  is left in the temp folder): a lost worker or machine. Locally that ends `kvgate run` itself.
+  is left in the temp folder): a lost worker or machine. Locally that ends `kvgate run` itself;
 - only_slice: a slice named as the policy names them (`ctx_bucket=4k`, `task=qa/ctx_bucket=4k`,
   `critical`): the four rates above hit only cases in that slice, each at its rate there (overall, the
   rate times the slice's share of the cases); latency and crashes are not restricted. A malformed name
-  is refused when the matrix is read, a slice no case of the run is in when the run starts.
+  is refused when the matrix is read, a slice no case of the run is in when the run starts;
+- ignore_treatment: the arm's treatment silently does not run (a planted no-op): the arm answers and
+  counts exactly as the control would, so its proof of treatment must be missing.
 
 Cache counters: a reuse arm reports the longest prefix it shares with a prompt it saw earlier in its
 session; every other arm reports 0, unless salt_leak lets namespaces see each other.
+
+Evidence of treatment (`Generation`), for a model shaped like SmolLM2-135M (30 layers, 3 KV heads of 64
+dimensions, bfloat16: KV_BYTES_PER_ENTRY per cached position): eviction keeps n − int(ratio·n) of the
+prompt's n entries; quantisation stores every prompt and generated position in FP8 (half the bytes); a
+span-reuse arm counts one span per case that found a stored prompt sharing its start; offload writes
+every block of `block_size` kept entries to its tier and reads back only the blocks that did not fit the
+arm's KV pool (the matrix's `kv_blocks`, in blocks of the same size): without pressure, nothing is read.
 """
 
 from __future__ import annotations
@@ -46,9 +55,11 @@ from kvgate.gate.feasibility import slice_members
 from kvgate.gate.policy import slice_terms
 from kvgate.models import ModelSpec
 from kvgate.treatments.faults import RATES, check_faults
-from kvgate.treatments.spec import Eviction, Treatment
+from kvgate.treatments.spec import Eviction, Offload, Quantize, Reuse, Treatment
 from kvgate.workload.case import Case, case_labels
 
+KV_BYTES_PER_ENTRY = 2 * 30 * 3 * 64 * 2
+"""Keys and values × layers × KV heads × head dimension × bytes of a bfloat16 element."""
 LOST_EXIT_CODE = 137
 _SHARED_STORE: dict[tuple[int, ...], str] = {}
 
@@ -129,7 +140,8 @@ class FakeSession:
         if hits("error", float(faults.get("error_rate", 0.0)), seed, case.case_id):
             return Generation.failed(case, "planted engine error")
         prompt = tuple(case.prompt_token_ids or ())
-        reuses = any(p.kind == "reuse" for p in self.setup.treatment.parts())
+        parts = [] if faults.get("ignore_treatment") else self.setup.treatment.parts()
+        reuses = any(p.kind == "reuse" for p in parts)
         store = _SHARED_STORE if faults.get("salt_leak") else self.store
         cached, nearest = _longest_prefix(store, prompt) if (reuses or faults.get("salt_leak")) else (0, None)
         answer = reference_answer(case)
@@ -145,17 +157,43 @@ class FakeSession:
             answer = nearest
         store[prompt] = reference_answer(case)
         self.previous = reference_answer(case)
-        kept = len(prompt)
-        for part in self.setup.treatment.parts():
-            if isinstance(part, Eviction):
-                kept -= int(part.ratio * kept)
+        tokens = _tokens(answer)
+        evidence = _evidence(parts, len(prompt), len(tokens), cached, self.setup.kv_blocks)
         elapsed = time.perf_counter() - start
         return Generation(
-            answer, _tokens(answer), len(prompt), cached, kept, elapsed / 2, elapsed, -0.1, -0.5
-        )
+            answer, tokens, len(prompt), cached, evidence.pop("kept"), elapsed / 2, elapsed, -0.1, -0.5,
+            **evidence,
+        )  # fmt: skip
 
     def close(self) -> None:
         self.store.clear()
+
+
+def _evidence(
+    parts: Sequence[Any], n_prompt: int, n_output: int, cached: int, kv_blocks: int | None
+) -> dict[str, Any]:
+    """What the treatment `parts` leave in the counters for one case (the module's docstring)."""
+    kept, bytes_per_entry, dtype = n_prompt, KV_BYTES_PER_ENTRY, "bfloat16"
+    quantized = written = read = spans = 0
+    for part in parts:
+        if isinstance(part, Eviction):
+            kept -= int(part.ratio * kept)
+        elif isinstance(part, Quantize):
+            bytes_per_entry, dtype, quantized = KV_BYTES_PER_ENTRY // 2, part.dtype, kept + n_output
+        elif isinstance(part, Offload):
+            written = -(-kept // part.block_size)
+            read = max(0, written - kv_blocks) if kv_blocks is not None else 0
+        elif isinstance(part, Reuse) and part.mode == "span":
+            spans = int(cached > 0)
+    return {
+        "kept": kept,
+        "kv_bytes": kept * bytes_per_entry,
+        "kv_dtype": dtype,
+        "n_kv_quantized": quantized,
+        "n_tier_written": written,
+        "n_tier_read": read,
+        "n_spans_reused": spans,
+    }
 
 
 def _exit_once(namespace: str) -> None:

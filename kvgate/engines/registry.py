@@ -77,6 +77,7 @@ ENGINES: dict[str, EngineInfo] = {
             "kvgate.engines.fake:FakeEngine",
             (),
             "",
+            kv_pool=True,
         ),
     )
 }

@@ -55,6 +55,8 @@ class ReportContext:
     """Per case, whether the arm's verdict rests on it (a sequential look's cases); None: every case."""
     cases: CaseTable | None = None
     """The run's cases: failing examples and gains are reported only when given."""
+    proofs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per candidate, its proof of treatment (report.proof); an arm without it is an error."""
     _evidence: dict[str, Evidence] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -83,8 +85,8 @@ def _decision(
     name: str, ctx: ReportContext, slices: list[dict[str, Any]], noisy: bool, errors: int, missing: int
 ) -> tuple[str, str]:
     """The arm's decision (gate.procedure.arm_codes over its slices' final decisions), with data
-    problems between: isolation contradicted → error; engine errors or missing pairs → error unless a
-    slice already fails."""
+    problems between: isolation contradicted → error; no proof that the treatment ran, engine errors or
+    missing pairs → error unless a slice already fails."""
     control_name = ctx.manifest["matrix"]["control"]
     if control_name in ctx.broken:
         return "error", f"isolation counters contradict the control {control_name!r}"
@@ -97,6 +99,11 @@ def _decision(
         failed = [s for s in slices if s["decision"] == "fail"]
         more = f" and {len(failed) - 3} more" if len(failed) > 3 else ""
         return "fail", "slice " + ", ".join(s["slice"] for s in failed[:3]) + more + " failed"
+    proof = ctx.proofs.get(name)
+    if proof is not None and proof["status"] == "missing":
+        more = f" (and {len(proof['missing']) - 1} more)" if len(proof["missing"]) > 1 else ""
+        first = proof["missing"][0].removeprefix(f"arm {name!r}: ")
+        return "error", f"no proof of treatment: {first}{more}"
     if errors:
         return "error", f"{errors} cases ended in engine errors"
     if missing:
@@ -119,7 +126,7 @@ def _gains(
     """What the arm buys against the control (report.evidence): KV entries and bytes, TTFT, latency."""
     out = gains(evidence.arm(control), evidence.arm(name), usable)
     engine = ctx.manifest.get("engine") or {}
-    out["kv_bytes"] = kv_bytes(out["kv_kept"], spec, engine.get("dtype"))
+    out["kv_bytes"] = kv_bytes(out["kv_kept"], spec, engine.get("dtype"), out["measured_kv_bytes"])
     return out
 
 
@@ -177,4 +184,5 @@ def arm_report(name: str, ctx: ReportContext) -> dict[str, Any]:
         "slices": slices,
         "failures": [] if evidence is None else evidence.failures(control_name, name, cio),
         "gains": None if evidence is None else _gains(evidence, control_name, name, usable, ctx, spec),
+        "proof": ctx.proofs.get(name),
     }

@@ -42,7 +42,8 @@ class ArmExtras:
     part: np.ndarray
     offset: np.ndarray
     kept: np.ndarray
-    """int64, −1 where unknown."""
+    """int64, −1 where unknown; likewise `kv_bytes`, the KV bytes the engine counted."""
+    kv_bytes: np.ndarray
     ttft: np.ndarray
     latency: np.ndarray
     """float64, NaN where unknown."""
@@ -61,11 +62,13 @@ def extras_from_rows(rows: RunRows, arm: str) -> ArmExtras:
     n = rows.n
     part, offset = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     kept, ttft, latency = np.full(n, -1, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan)
+    kv = np.full(n, -1, dtype=np.int64)
     if arm in rows.arm_names:
         index, pos = rows.first_attempts(arm)
         part[pos], offset[pos] = rows.part[index], rows.offset[index]
         kept[pos], ttft[pos], latency[pos] = rows.kv_kept[index], rows.ttft[index], rows.latency[index]
-    return ArmExtras(list(rows.paths), part, offset, kept, ttft, latency)
+        kv[pos] = rows.kv_bytes[index]
+    return ArmExtras(list(rows.paths), part, offset, kept, kv, ttft, latency)
 
 
 def texts(extras: ArmExtras, where: np.ndarray, columns: list[str] = TEXT) -> dict[str, list[Any]]:
@@ -107,11 +110,13 @@ def _timing(control: np.ndarray, candidate: np.ndarray, pairs: np.ndarray) -> di
 
 
 def gains(control: ArmExtras, candidate: ArmExtras, pairs: np.ndarray) -> dict[str, Any]:
-    """KV entries the candidate keeps (% of the control's) and its TTFT and latency against the control's,
-    over `pairs` (cases with a verdict in both arms)."""
+    """KV entries the candidate keeps (% of the control's), the KV bytes the engine counted for both
+    (`measured_kv_bytes`) and its TTFT and latency against the control's, over `pairs` (cases with a
+    verdict in both arms)."""
     known = pairs & (control.kept > 0) & (candidate.kept >= 0)
     per_case = candidate.kept[known] / control.kept[known]
     return {
+        "measured_kv_bytes": measured_kv_bytes(control, candidate, pairs),
         "n_pairs": int(pairs.sum()),
         "kv_kept": ratio(int(candidate.kept[known].sum()), int(control.kept[known].sum())),
         "kv_kept_median": float(np.median(per_case)) if per_case.size else None,
@@ -121,13 +126,39 @@ def gains(control: ArmExtras, candidate: ArmExtras, pairs: np.ndarray) -> dict[s
     }
 
 
+def measured_kv_bytes(control: ArmExtras, candidate: ArmExtras, pairs: np.ndarray) -> dict[str, Any] | None:
+    """The KV bytes the engine counted for the candidate and the control over the pairs where it counted
+    both: totals, their share, and the bytes per prompt entry each keeps. None where it counted none."""
+    known = pairs & (control.kv_bytes > 0) & (candidate.kv_bytes >= 0)
+    if not known.any():
+        return None
+    mine, theirs = int(candidate.kv_bytes[known].sum()), int(control.kv_bytes[known].sum())
+    kept, base = candidate.kept[known], control.kept[known]
+    return {
+        "pairs": int(known.sum()),
+        "bytes": mine,
+        "control_bytes": theirs,
+        "share": mine / theirs,
+        "bytes_per_entry": mine / int(kept.sum()) if kept.sum() > 0 else None,
+        "control_bytes_per_entry": theirs / int(base.sum()) if base.sum() > 0 else None,
+    }
+
+
 ELEMENT_BITS = {"float32": 32, "bfloat16": 16, "float16": 16, "fp8_e4m3": 8, "fp8_e5m2": 8}
 
 
-def kv_bytes(kv_kept: float | None, spec: dict[str, Any], engine_dtype: str | None) -> dict[str, Any] | None:
-    """The candidate's KV bytes per prompt token as a share of the control's: entries kept times the bits
-    of each stored element (FP8 parts store 8 bits; the control stores the engine's dtype). Scales and
-    block padding are left out. None when the engine's dtype or the kept share is unknown."""
+def kv_bytes(
+    kv_kept: float | None,
+    spec: dict[str, Any],
+    engine_dtype: str | None,
+    measured: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The candidate's KV bytes as a share of the control's: as the engine counted them (`measured`:
+    "engine"), else
+    entries kept times the bits of each stored element the spec implies ("spec": FP8 parts store 8 bits,
+    the control the engine's dtype; scales and block padding left out). None when neither is known."""
+    if measured is not None:
+        return {"share": measured["share"], "source": "engine", "bits": None, "control_bits": None}
     control_bits = ELEMENT_BITS.get(engine_dtype or "")
     if kv_kept is None or control_bits is None:
         return None
@@ -135,7 +166,8 @@ def kv_bytes(kv_kept: float | None, spec: dict[str, Any], engine_dtype: str | No
     for part in spec.get("of") or [spec]:
         if part.get("kind") == "quantize":
             bits = min(bits, ELEMENT_BITS.get(part.get("dtype", ""), bits))
-    return {"share": kv_kept * bits / control_bits, "bits": bits, "control_bits": control_bits}
+    share = kv_kept * bits / control_bits
+    return {"share": share, "source": "spec", "bits": bits, "control_bits": control_bits}
 
 
 class Evidence:

@@ -2,8 +2,9 @@
 
 Pairs each candidate's first attempt with the control's (replicate 0) by case, counts per slice, bounds
 the CFR, applies the gate (`gate.procedure`), measures the A/A noise floor and checks the isolation
-counters. An arm's decision: error when isolation counters contradict it or the control; else fail when
-any slice fails; else error when cases ended in engine errors or lack a result; else inconclusive when
+counters and each arm's proof of treatment. An arm's decision: error when isolation counters contradict
+it or the control; else fail when any slice fails; else error when nothing shows its treatment ran
+(report.proof), or cases ended in engine errors or lack a result; else inconclusive when
 the A/A noise floor is above τ; else pass when every gated slice passes (`all`, `critical`, and every
 slice the policy names), inconclusive otherwise. The run's decision combines the arms' (any fail →
 fail, else error, else inconclusive, else pass), and its exit code is what CI branches on.
@@ -26,6 +27,7 @@ from kvgate.report.arm import ReportContext, arm_report
 from kvgate.report.context import context_group
 from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
 from kvgate.report.numbers import ratio
+from kvgate.report.proof import treatment_proofs
 from kvgate.report.run_data import RunRows, read_cases
 from kvgate.report.sequential import schedule, sequential_arm_report
 from kvgate.report.slices import cluster_ids, slice_groups
@@ -34,10 +36,10 @@ from kvgate.rundir.manifest import read_manifest
 if TYPE_CHECKING:
     from kvgate.rundir.integrity import PartCheck
 
-SCHEMA = 4
+SCHEMA = 5
 """Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
 3: each arm's certificate attribution; 4: its primary score the mean relative bound, the others under
-`other_scores`, and `cap_share`)."""
+`other_scores`, and `cap_share`; 5: each arm's proof of treatment, KV bytes counted by the engine)."""
 PROVENANCE = (
     "run_id", "created_at", "workload_sha256", "tokenizer", "model", "engine", "engine_options",
     "matrix_name", "n_cases", "limit", "policy_sha256", "git_commit",
@@ -169,6 +171,7 @@ def report_and_rows(
         broken={i["arm"] for i in isolation if not i["ok"]},
         clusters=clusters,
         cases=cases if evidence else None,
+        proofs=treatment_proofs(run_dir, manifest),
     )
     candidates = manifest["matrix"]["candidates"]
     if policy.sequential:

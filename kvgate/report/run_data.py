@@ -25,7 +25,13 @@ from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
 from kvgate.report.isolation import PassCounters
 from kvgate.rundir.integrity import PartCheck
-from kvgate.rundir.store import CERTIFICATE_COLUMNS, CERTIFICATE_DRIFT_COLUMNS, RESULT_SCHEMA, part_paths
+from kvgate.rundir.store import (
+    CERTIFICATE_COLUMNS,
+    CERTIFICATE_DRIFT_COLUMNS,
+    PROOF_COLUMNS,
+    RESULT_SCHEMA,
+    part_paths,
+)
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
 CERTIFICATE_SCORES = (
@@ -39,10 +45,11 @@ CERTIFICATE_SCORES = (
 RESULT_COLUMNS = [
     "case_id", "arm", "replicate", "attempt", "passed", "fail_kind", "n_cached_tokens",
     "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
-    *CERTIFICATE_SCORES,
+    *CERTIFICATE_SCORES, "kv_bytes",
 ]  # fmt: skip
 """What the report reads of each result part in one pass; texts are read only for failing examples
-(report.evidence) and token ids never. Parts stored before the certificate columns read them as null."""
+(report.evidence) and token ids never. Parts stored before the certificate or the proof columns read
+them as null."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +236,7 @@ NUMERIC = {  # column → (fill for null, dtype)
     "ttft_s": (np.nan, np.float64),
     "latency_s": (np.nan, np.float64),
     **{name: (np.nan, np.float64) for name in CERTIFICATE_SCORES},
+    "kv_bytes": (-1, np.int64),
 }
 DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
@@ -238,9 +246,11 @@ _EXPECTED = pa.schema(
         for f in RESULT_SCHEMA
     ]
 )
-_EXPECTED_V1 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_COLUMNS])
-_EXPECTED_V2 = pa.schema([f for f in _EXPECTED if f.name not in CERTIFICATE_DRIFT_COLUMNS])
-"""Parts stored before the certificate columns, or before the relative ones: read with those null."""
+_EXPECTED_V3 = pa.schema([f for f in _EXPECTED if f.name not in PROOF_COLUMNS])
+_EXPECTED_V2 = pa.schema([f for f in _EXPECTED_V3 if f.name not in CERTIFICATE_DRIFT_COLUMNS])
+_EXPECTED_V1 = pa.schema([f for f in _EXPECTED_V3 if f.name not in CERTIFICATE_COLUMNS])
+"""Parts stored before the proof columns (3), the relative certificate ones (2) or any certificate
+column (1): read with those null."""
 
 
 def read_part(path: Path, check: PartCheck | None = None) -> pa.Table:
@@ -258,15 +268,15 @@ def read_part(path: Path, check: PartCheck | None = None) -> pa.Table:
             if check is not None:
                 check(path, data, part.schema_arrow.metadata)
             schema = part.schema_arrow
-            if not any(
-                schema.equals(e, check_metadata=False) for e in (_EXPECTED, _EXPECTED_V1, _EXPECTED_V2)
-            ):
+            older = (_EXPECTED, _EXPECTED_V3, _EXPECTED_V2, _EXPECTED_V1)
+            if not any(schema.equals(e, check_metadata=False) for e in older):
                 raise BadInput(f"result part {path} does not have the result schema")
             have = set(schema.names)
             table = part.read(columns=[c for c in RESULT_COLUMNS if c in have], use_threads=False)
-            for name in CERTIFICATE_COLUMNS:
-                if name in RESULT_COLUMNS and name not in have:
-                    table = table.append_column(_EXPECTED.field(name), pa.nulls(table.num_rows, pa.float64()))
+            for name in RESULT_COLUMNS:
+                if name not in have:
+                    field = _EXPECTED.field(name)
+                    table = table.append_column(field, pa.nulls(table.num_rows, field.type))
             return table.select(RESULT_COLUMNS)
     except (OSError, pa.ArrowException) as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]
@@ -362,6 +372,7 @@ class RunRows:
         self.first_divergence, self.n_prompt_tokens = cols["first_divergence"], cols["n_prompt_tokens"]
         self.kv_kept, self.ttft, self.latency = cols["n_kv_entries_kept"], cols["ttft_s"], cols["latency_s"]
         self.certificate = {name: cols[name] for name in CERTIFICATE_SCORES}
+        self.kv_bytes = cols["kv_bytes"]
 
     def counters(self) -> PassCounters:
         """The rows' cache counters, for the isolation check (report.isolation) without reading again."""

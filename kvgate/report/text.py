@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kvgate.report.proof_text import proof_line
+
 DECISION_MARK = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "🛑"}
 SLICE_COLUMNS = (
     "slice",
@@ -381,17 +383,26 @@ def timing_text(t: dict[str, Any]) -> str:
 
 
 def gains_lines(arm: dict[str, Any]) -> list[str]:
-    """What the arm buys against the control, in the same run: KV kept, TTFT and latency."""
+    """The proof that the arm's treatment ran (report.proof_text), then what it buys against the control
+    in the same run: KV kept, KV bytes, TTFT and latency."""
+    proof = proof_line(arm)
     g = arm.get("gains")
     if not g:
-        return []
+        return [proof] if proof else []
     kept = "not reported by the engine" if g["kv_kept"] is None else f"{pct(g['kv_kept'])} of the control's"
-    b = g.get("kv_bytes")
-    if b:
+    b, measured = g.get("kv_bytes"), g.get("measured_kv_bytes")
+    if measured:
+        per_entry = measured["bytes_per_entry"]
+        entry = "" if per_entry is None else f", {per_entry:,.0f} bytes per entry kept"
+        base = measured["control_bytes_per_entry"]
+        entry += "" if base is None else f" against {base:,.0f}"
+        kept += f" · KV bytes {pct(measured['share'])} of the control's (counted by the engine{entry})"
+    elif b:
         kept += (
-            f" · KV bytes per token {pct(b['share'])} ({b['bits']}-bit entries, control {b['control_bits']})"
+            f" · KV bytes per token {pct(b['share'])} ({b['bits']}-bit entries, control {b['control_bits']};"
+            " from the spec, not counted by the engine)"
         )
-    return [
+    return ([proof] if proof else []) + [
         f"gains over {g['n_pairs']} pairs: KV entries kept {kept}",
         f"TTFT vs control: {timing_text(g['ttft_s'])}",
         f"latency vs control: {timing_text(g['latency_s'])}",

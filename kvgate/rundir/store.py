@@ -60,12 +60,19 @@ RESULT_SCHEMA = pa.schema(
         ("certificate_relative_bound_mean", pa.float64()),
         ("certificate_relative_estimate_mean", pa.float64()),
         ("certificate_cap_share", pa.float64()),
+        ("kv_bytes", pa.int64()),
+        ("kv_dtype", pa.string()),
+        ("n_kv_quantized", pa.int32()),
+        ("n_tier_written", pa.int32()),
+        ("n_tier_read", pa.int32()),
+        ("n_spans_reused", pa.int32()),
     ]
 )
-RESULT_SCHEMA_VERSION = 3
-"""Stored in every part's metadata under RESULT_VERSION_KEY. Version 2 added the certificate columns,
-version 3 the relative ones (CERTIFICATE_DRIFT_COLUMNS); a part of an older version (version 1 has no
-key) is read with the columns it lacks null."""
+RESULT_SCHEMA_VERSION = 4
+"""Stored in every part's metadata under RESULT_VERSION_KEY; a part is read by its columns. Version 2
+added the certificate columns, version 3 the relative ones (CERTIFICATE_DRIFT_COLUMNS), version 4 the
+proof-of-treatment columns (PROOF_COLUMNS); a part of an older version (version 1 has no key) is read
+with the columns it lacks null."""
 RESULT_VERSION_KEY = b"kvgate.result_schema_version"
 CERTIFICATE_DRIFT_COLUMNS = (
     "certificate_relative_bound_mean",
@@ -78,8 +85,12 @@ CERTIFICATE_COLUMNS = (
     "certificate_estimate_mean",
     *CERTIFICATE_DRIFT_COLUMNS,
 )
-RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA if f.name not in CERTIFICATE_COLUMNS])
-RESULT_SCHEMA_V2 = pa.schema([f for f in RESULT_SCHEMA if f.name not in CERTIFICATE_DRIFT_COLUMNS])
+PROOF_COLUMNS = ("kv_bytes", "kv_dtype", "n_kv_quantized", "n_tier_written", "n_tier_read", "n_spans_reused")
+"""The engine's evidence that the treatment ran (engines.base.Generation; report.proof reads them)."""
+RESULT_SCHEMA_V3 = pa.schema([f for f in RESULT_SCHEMA if f.name not in PROOF_COLUMNS])
+RESULT_SCHEMA_V2 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTIFICATE_DRIFT_COLUMNS])
+RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTIFICATE_COLUMNS])
+OLDER_SCHEMAS = {1: RESULT_SCHEMA_V1, 2: RESULT_SCHEMA_V2, 3: RESULT_SCHEMA_V3}
 _PART = re.compile(r"^part-(\d{5,})(?:-(\d{5,}))?\.parquet$")
 KEY_COLUMNS = ("arm", "replicate", "case_id", "attempt")
 RowKey = tuple[str, int, str, int]
@@ -332,7 +343,7 @@ def _read_part(path: Path) -> pa.Table:
         raise BadInput(
             f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
         ) from None
-    for older in (RESULT_SCHEMA_V1, RESULT_SCHEMA_V2):
+    for older in OLDER_SCHEMAS.values():
         if table.schema.equals(older, check_metadata=False):
             return _upgrade(table)
     if not table.schema.equals(RESULT_SCHEMA, check_metadata=False):
@@ -341,12 +352,11 @@ def _read_part(path: Path) -> pa.Table:
 
 
 def _upgrade(table: pa.Table) -> pa.Table:
-    """An older part's rows with the certificate columns it lacks (all last in the schema), null; its
-    metadata kept."""
-    for name in CERTIFICATE_COLUMNS:
-        if name not in table.schema.names:
-            table = table.append_column(RESULT_SCHEMA.field(name), pa.nulls(table.num_rows, pa.float64()))
-    return table.replace_schema_metadata(table.schema.metadata)
+    """An older part's rows with the columns later versions added, null; its metadata kept."""
+    for field in RESULT_SCHEMA:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(RESULT_SCHEMA.names).replace_schema_metadata(table.schema.metadata)
 
 
 def stored_keys(run_dir: Path) -> set[RowKey]:

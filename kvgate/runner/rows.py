@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvgate.engines.base import Generation
+from kvgate.rundir.store import PROOF_COLUMNS
 from kvgate.runner.passes import ArmRun
 from kvgate.validators.registry import get_validator
 from kvgate.workload.case import Case
@@ -60,4 +61,5 @@ def result_row(case: Case, gen: Generation, arm_run: ArmRun, control: Sequence[i
         "certificate_relative_bound_mean": gen.certificate_relative_bound_mean,
         "certificate_relative_estimate_mean": gen.certificate_relative_estimate_mean,
         "certificate_cap_share": gen.certificate_cap_share,
+        **{column: getattr(gen, column) for column in PROOF_COLUMNS},
     }

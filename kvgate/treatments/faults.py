@@ -10,7 +10,9 @@ from kvgate.gate.policy import slice_terms
 
 RATES = ("wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate")
 MAX_LATENCY_S = 60.0
-FAULT_KEYS = {*RATES, "salt_leak", "latency_s", "crash_after", "exit_after", "seed", "only_slice"}
+FAULT_KEYS = {
+    *RATES, "salt_leak", "ignore_treatment", "latency_s", "crash_after", "exit_after", "seed", "only_slice"
+}  # fmt: skip
 
 
 def check_faults(faults: dict[str, Any], where: str) -> None:
@@ -29,8 +31,8 @@ def check_faults(faults: dict[str, Any], where: str) -> None:
             raise BadInput(f"{where}: {key} must be an integer, got {value!r}")
         if key in ("crash_after", "exit_after") and value < 0:
             raise BadInput(f"{where}: {key} must be ≥ 0, got {value}")
-        if key == "salt_leak" and not isinstance(value, bool):
-            raise BadInput(f"{where}: salt_leak must be true or false, got {value!r}")
+        if key in ("salt_leak", "ignore_treatment") and not isinstance(value, bool):
+            raise BadInput(f"{where}: {key} must be true or false, got {value!r}")
         if key == "only_slice":
             if not isinstance(value, str):
                 raise BadInput(

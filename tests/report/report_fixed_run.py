@@ -39,8 +39,12 @@ RERUNS: dict[
     "fp8-e4m3": {20: True, 30: False},
 }
 LOW_CONFIDENCE_PASS = {"snapkv-50": 10}
-KEEP = {"snapkv-50": 0.5, "snapkv-50+fp8": 0.5}
+KEEP = {"snapkv-50": 0.5, "snapkv-50+fp8": 0.5, "streaming-50-cert": 0.5}
 """Share of the prompt's KV entries each arm keeps (the rest keep all)."""
+FP8 = {"fp8-e4m3", "snapkv-50+fp8"}
+"""Arms whose engine counters show FP8 KV: every kept entry quantised, one byte per element."""
+BYTES_PER_ENTRY = 23040
+"""KV bytes per cached position of the control (bfloat16); FP8 arms count half."""
 SPEED = {"snapkv-50": 0.8, "fp8-e4m3": 0.9, "snapkv-50+fp8": 0.75, "offload-host": 1.3, "prefix-reuse": 0.5}
 """Each arm's TTFT and latency as a multiple of the control's."""
 """A case the arm passes with a low mean logprob (−3.0), so the confidence AUC is not trivially 1."""
@@ -105,6 +109,9 @@ def row(
     error = passed is None
     prompt = 500 if i % 2 == 0 else 1000
     speed = SPEED.get(arm, 1.0)
+    kept = 0 if error else int(prompt * KEEP.get(arm, 1.0))
+    fp8 = arm in FP8
+    blocks = -(-kept // 16) if arm == "offload-host" else 0
     return {
         "case_id": case_id(i),
         "arm": arm,
@@ -117,12 +124,18 @@ def row(
         "detail": "engine failed" if error else ("" if passed else f"missing 'answer {i}'"),
         "n_prompt_tokens": prompt,
         "n_cached_tokens": 0,
-        "n_kv_entries_kept": 0 if error else int(prompt * KEEP.get(arm, 1.0)),
+        "n_kv_entries_kept": kept,
         "ttft_s": 0.0 if error else round(speed * (0.04 + 0.001 * (i % 10)), 6),
         "latency_s": 0.0 if error else round(speed * (0.3 + 0.01 * (i % 10)), 6),
         "mean_logprob": None if error else (-0.5 if passed else -2.0),
         "min_logprob": None,
         "first_divergence": None if (error or passed) else i % 5,
+        "kv_bytes": kept * BYTES_PER_ENTRY // (2 if fp8 else 1),
+        "kv_dtype": "fp8_e4m3" if fp8 else "bfloat16",
+        "n_kv_quantized": kept if fp8 else 0,
+        "n_tier_written": blocks,
+        "n_tier_read": blocks,
+        "n_spans_reused": 0,
     } | extra
 
 

@@ -210,12 +210,30 @@ def test_kv_bytes_per_token_against_the_control() -> None:
 
     fp8 = {"kind": "quantize", "dtype": "fp8_e4m3"}
     both = {"kind": "composite", "of": [{"kind": "eviction"}, fp8]}
-    assert kv_bytes(1.0, fp8, "bfloat16") == {"share": 0.5, "bits": 8, "control_bits": 16}
-    assert kv_bytes(0.5, both, "float32") == {"share": 0.125, "bits": 8, "control_bits": 32}
-    assert kv_bytes(0.5, {"kind": "eviction"}, "float16") == {"share": 0.5, "bits": 16, "control_bits": 16}
+    spec = {"source": "spec"}
+    assert kv_bytes(1.0, fp8, "bfloat16") == spec | {"share": 0.5, "bits": 8, "control_bits": 16}
+    assert kv_bytes(0.5, both, "float32") == spec | {"share": 0.125, "bits": 8, "control_bits": 32}
+    assert kv_bytes(0.5, {"kind": "eviction"}, "float16") == spec | {
+        "share": 0.5,
+        "bits": 16,
+        "control_bits": 16,
+    }
     assert kv_bytes(0.5, fp8, None) is None and kv_bytes(None, fp8, "float32") is None
+    counted = {"share": 0.25}  # what the engine counted wins over what the spec implies
+    assert kv_bytes(1.0, fp8, "bfloat16", counted) == {"share": 0.25, "source": "engine", "bits": None,
+                                                       "control_bits": None}  # fmt: skip
     timing = {"n": 1, "control": {"median": 0.1, "p95": 0.1}, "candidate": {"median": 0.1, "p95": 0.1}}
     arm = {"gains": {"n_pairs": 4, "kv_kept": 0.5, "kv_bytes": kv_bytes(0.5, both, "float32"),
                      "ttft_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}},
                      "latency_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}}}}  # fmt: skip
-    assert "KV bytes per token 12.5% (8-bit entries, control 32)" in gains_lines(arm)[0]
+    assert "KV bytes per token 12.5% (8-bit entries, control 32; from the spec" in gains_lines(arm)[0]
+    arm["gains"]["measured_kv_bytes"] = {
+        "share": 0.5,
+        "bytes_per_entry": 11520.0,
+        "control_bytes_per_entry": 23040.0,
+    }
+    line = gains_lines(arm)[0]
+    assert (
+        "KV bytes 50.0% of the control's (counted by the engine, 11,520 bytes per entry kept against 23,040)"
+        in line
+    )

@@ -16,6 +16,9 @@ aa_replicate = true
 
 [faults.fp8-e4m3]
 wrong_answer_rate = 0.1
+
+[arm.offload-host]
+kv_blocks = 2  # blocks must leave the pool for the offload tier to be read back (its proof)
 """
 
 

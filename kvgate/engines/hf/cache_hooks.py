@@ -58,15 +58,18 @@ class QuantizeHook:
     """Store K and V as FP8: quantise the whole cache after prefill, then each appended entry.
 
     Tensor and head scales are fixed at prefill (as a static KV scale is) and appended entries saturate
-    to them; token scales are computed per entry.
+    to them; token scales are computed per entry. `quantized` counts the cache positions it quantised
+    (every layer's K and V at each), the arm's proof that FP8 was applied.
     """
 
     treatment: Quantize
     scales: dict[tuple[int, str], torch.Tensor] = field(default_factory=dict)
+    quantized: int = 0
 
     def after_prefill(self, cache: Any, queries: dict[int, torch.Tensor] | None) -> None:
         from kvgate.engines.hf.fp8 import fake_quantize
 
+        self.quantized += int(cache.layers[0].keys.shape[2])
         for index, layer in enumerate(cache.layers):
             layer.keys, self.scales[index, "k"] = fake_quantize(
                 layer.keys, self.treatment.dtype, self.treatment.scale
@@ -79,6 +82,7 @@ class QuantizeHook:
         from kvgate.engines.hf.fp8 import fake_quantize
 
         fixed = self.treatment.scale != "token"
+        self.quantized += n_new
         for index, layer in enumerate(cache.layers):
             for name in ("keys", "values"):
                 tensor = getattr(layer, name)

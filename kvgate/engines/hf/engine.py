@@ -29,7 +29,7 @@ import torch
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_timeout
-from kvgate.engines.hf.cache_hooks import CacheHook, EvictHook, build_hooks, needs_queries
+from kvgate.engines.hf.cache_hooks import CacheHook, EvictHook, QuantizeHook, build_hooks, needs_queries
 from kvgate.engines.hf.certificate.observer import CertificateSettings, DecodeCertificate
 from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
@@ -231,9 +231,11 @@ class HFSession:
             logits = forward_at(model, ids[:, span:], cache, span)
             _appended(hooks, cache, n - span)
         kept = int(cache.layers[0].keys.shape[2])
+        evidence = self._evidence(cache, hooks, n_cached)
         if self.tier is not None:
             corrupt = bool(self.setup.faults.get(CORRUPT_OFFLOAD_FAULT, False))
-            round_trip(cache, self.tier, self.block_size, plant_corruption=corrupt)
+            written, read = round_trip(cache, self.tier, self.block_size, plant_corruption=corrupt)
+            evidence |= {"n_tier_written": written, "n_tier_read": read}
         if logits is None:
             raise RuntimeError("prefill produced no logits")
 
@@ -278,7 +280,24 @@ class HFSession:
             certificate_relative_bound_mean=summary.relative_bound_mean if summary else None,
             certificate_relative_estimate_mean=summary.relative_estimate_mean if summary else None,
             certificate_cap_share=summary.cap_share if summary else None,
+            **evidence,
+            n_kv_quantized=sum(h.quantized for h in hooks if isinstance(h, QuantizeHook)),
         )
+
+    def _evidence(self, cache: Any, hooks: list[CacheHook], n_cached: int) -> dict[str, Any]:
+        """The treatment's trace in the cache once the prompt is in it (report.proof): its KV bytes as
+        stored (FP8 elements count one byte; the tensors hold them dequantised), the element type, the
+        spans a span reuse placed, and no tier traffic yet (the offload round trip counts its own)."""
+        quantize = next((h.treatment for h in hooks if isinstance(h, QuantizeHook)), None)
+        elements = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+        size = 1 if quantize is not None else cache.layers[0].keys.element_size()
+        return {
+            "kv_bytes": elements * size,
+            "kv_dtype": quantize.dtype if quantize is not None else self.engine.dtype,
+            "n_tier_written": 0,
+            "n_tier_read": 0,
+            "n_spans_reused": int(isinstance(self.reuser, SpanReuse) and n_cached > 0),
+        }
 
     def _certificate(self, case: Case, hooks: list[CacheHook]) -> DecodeCertificate | None:
         """The case's certificate, shown the eviction hook's drops; None unless the treatment asks for one.

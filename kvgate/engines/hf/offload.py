@@ -114,9 +114,10 @@ class DiskTier:
             file.write(bytes([byte ^ 1]))
 
 
-def round_trip(cache: Any, tier: Tier, block_size: int, plant_corruption: bool = False) -> None:
+def round_trip(cache: Any, tier: Tier, block_size: int, plant_corruption: bool = False) -> tuple[int, int]:
     """Offload every layer of `cache` (a DynamicCache) to `tier` and back, verifying each block's checksum.
 
+    Returns (blocks written to the tier, blocks read back and verified): the arm's proof of offload.
     Raises OffloadCorrupted naming the first block that differs; the cache is then unusable.
     """
     layers: list[LayerKV] = [(layer.keys, layer.values) for layer in cache.layers]
@@ -129,13 +130,15 @@ def round_trip(cache: Any, tier: Tier, block_size: int, plant_corruption: bool =
     if plant_corruption:
         tier.corrupt()
     restored = tier.load(device)
-    bad = first_mismatch(sent, block_checksums(restored, block_size))
+    back = block_checksums(restored, block_size)
+    bad = first_mismatch(sent, back)
     if bad is not None:
         raise OffloadCorrupted(
             f"offload to the {tier.name} tier: block at {bad} came back different (checksum mismatch)"
         )
     for layer, (keys, values) in zip(cache.layers, restored, strict=True):
         layer.keys, layer.values = keys, values
+    return len(sent), len(back)
 
 
 def _to_host(tensor: torch.Tensor) -> torch.Tensor:

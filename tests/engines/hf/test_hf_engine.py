@@ -98,3 +98,23 @@ def test_a_case_still_decoding_past_the_limit_is_a_timeout(engine: Any, case: Ca
         engine.timeout_s = None
     assert len(done.output_token_ids) > 1 and done.error is None and not done.timed_out
     assert late.timed_out and late.output_token_ids == () and "per-case limit" in (late.error or "")
+
+
+@pytest.mark.model
+def test_every_treatment_leaves_its_proof_in_the_counters(engine: Any, case: Case) -> None:
+    """What report.proof reads: FP8 entries quantised and bytes halved, entries kept by eviction, blocks
+    written to the tier and read back, cache hits of reuse; the control counts none of it."""
+    (full,) = run_arm(engine, Full("full"), [case])
+    (fp8,) = run_arm(engine, Quantize("fp8", dtype="fp8_e4m3"), [case])
+    (evicted,) = run_arm(engine, Eviction("streaming", method="streaming", ratio=0.5), [case])
+    (moved,) = run_arm(engine, Offload("host", tier="host", block_size=16), [case])
+    reused = run_arm(engine, Reuse("prefix", mode="prefix"), [case, case])
+    n = full.n_prompt_tokens
+    assert (full.n_kv_quantized, full.n_tier_written, full.kv_dtype) == (0, 0, "float32")
+    assert fp8.n_kv_quantized == n + len(fp8.output_token_ids) - 1  # the last token is never appended
+    assert fp8.kv_dtype == "fp8_e4m3" and fp8.kv_bytes is not None and full.kv_bytes is not None
+    assert fp8.kv_bytes * 4 == full.kv_bytes  # one byte per element against float32's four
+    assert evicted.n_kv_entries_kept == n - round(0.5 * n) and evicted.kv_bytes < full.kv_bytes
+    layers = engine.model.config.num_hidden_layers
+    assert moved.n_tier_written == moved.n_tier_read == 2 * layers * -(-n // 16)
+    assert [g.n_cached_tokens > 0 for g in reused] == [False, True]

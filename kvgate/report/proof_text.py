@@ -1,0 +1,50 @@
+"""An arm's proof of treatment (`arms[].proof`, report.proof) in one line of words, for every format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _figures(proof: dict[str, Any]) -> list[str]:
+    """The measured evidence, kind by kind, as the engine counted it."""
+    out = []
+    if proof["kv_quantized"] is not None:
+        out.append(f"{proof['kv_quantized']:,} KV entries quantised")
+    if proof["kv_dtypes"]:
+        out.append(f"KV stored as {', '.join(proof['kv_dtypes'])}")
+    if proof["kv_bytes_per_entry"] is not None and proof["control_kv_bytes_per_entry"]:
+        out.append(
+            f"{proof['kv_bytes_per_entry']:,.0f} KV bytes per entry against the control's "
+            f"{proof['control_kv_bytes_per_entry']:,.0f}"
+        )
+    if proof["eviction_over_bound"] is not None:
+        share = proof["kv_kept_share"]
+        kept = "" if share is None else f"{100 * share:.1f}% of prompt entries kept, "
+        out.append(f"{kept}{proof['eviction_over_bound']} cases over the ratio's bound")
+    if proof["tier_blocks_written"] is not None:
+        out.append(
+            f"offload tier: {proof['tier_blocks_written']:,} blocks written, "
+            f"{proof['tier_blocks_read'] or 0:,} read back"
+        )
+    if proof["cache_hit_cases"] is not None:
+        out.append(f"{proof['cache_hit_cases']} cases served from the cache")
+    if proof["spans_reused"] is not None:
+        out.append(f"{proof['spans_reused']} spans reused")
+    return out
+
+
+def proof_line(arm: dict[str, Any]) -> str | None:
+    """ "proof of treatment: shown|MISSING over P passes, N cases — figures[; what is missing]"; None for an
+    arm without one (a report of an older shape)."""
+    proof = arm.get("proof")
+    if not proof:
+        return None
+    head = f"proof of treatment: {'shown' if proof['status'] == 'shown' else 'MISSING'}"
+    passes = "1 pass" if proof["passes"] == 1 else f"{proof['passes']} passes"
+    head += f" over {passes}, {proof['cases']} cases"
+    figures = _figures(proof)
+    line = head + (" — " + " · ".join(figures) if figures else "")
+    if proof["missing"]:
+        prefix = f"arm {arm['arm']!r}: "
+        line += "; " + "; ".join(m.removeprefix(prefix) for m in proof["missing"])
+    return line
