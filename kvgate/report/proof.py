@@ -11,8 +11,9 @@ out):
   bytes, at most BYTES_SHARE_BOUND of the control's bytes per kept entry;
 - eviction: every case keeps at most ⌈(1 − ratio)·m⌉ + EVICTION_SLACK of the m entries it may evict
   (the prompt; for scope "context" the context before the question, whose entries are kept besides);
-- offload: KV blocks written to the tier and read back from it, both > 0: a tier never read back was
-  never tested (nothing pushed the KV out of the pool);
+- offload: KV blocks read back from the tier (> 0; an engine that counts only reads, the server, shows
+  the writes by them): a tier written but never read back was never tested (nothing pushed the KV out
+  of the pool);
 - reuse: in a first pass of more than one case, cases served from the cache (`n_cached_tokens` > 0);
   span reuse: spans found (`n_spans_reused` > 0).
 
@@ -273,18 +274,22 @@ def _offloaded(proof: _Proof, rows: _Rows, mask: np.ndarray, label: str) -> None
         proof.missing.append(f"{label}: the engine reported no offload-tier counters (blocks written, read)")
         return
     out, back = int(written[written >= 0].sum()), int(read[read >= 0].sum())
-    proof.add("tier_blocks_written", out)
-    proof.add("tier_blocks_read", back)
-    arm = proof.arm
-    if out == 0:
-        proof.missing.append(
-            f"{label}: wrote no KV block to its offload tier in {mask.sum()} cases: the offload did not run"
-        )
-    elif back == 0:
+    if (written >= 0).any():
+        proof.add("tier_blocks_written", out)
+    if (read >= 0).any():
+        proof.add("tier_blocks_read", back)
+    if back:
+        return  # a block read back from the tier was written to it first
+    if out:
         proof.missing.append(
             f"{label}: wrote {out} KV blocks to its offload tier but read none back: nothing pushed its KV "
             f"out of the pool, so the tier was never tested; put the arm under memory pressure: a kv_blocks "
-            f"below what its requests need, in the matrix's [arm.{arm}]"
+            f"below what its requests need, in the matrix's [arm.{proof.arm}]"
+        )
+    else:
+        proof.missing.append(
+            f"{label}: wrote no KV block to its offload tier and read none in {mask.sum()} cases: "
+            "the offload did not run"
         )
 
 

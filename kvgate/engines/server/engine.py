@@ -385,7 +385,17 @@ class ServerSession:
             latency_s=outcome.latency_s,
             mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
             min_logprob=min(logprobs) if logprobs else None,
+            n_tier_read=self._tier_blocks_read(completion.cached_tokens),
         )
+
+    def _tier_blocks_read(self, cached_tokens: int) -> int | None:
+        """KV blocks a measured request read back from the offload tier: once a launched server's device
+        prefix cache is reset after the warm-up, every cached token was loaded from the tier (its blocks
+        of the server's block size; one when that is unknown). None where the engine cannot tell."""
+        if not (self.offloads and self.reuses and self.server is not None):
+            return None
+        block = self.engine.block_size
+        return -(-cached_tokens // block) if block else int(cached_tokens > 0)
 
     def _check_counters(self, cases: Sequence[Case], generations: Sequence[Generation]) -> None:
         # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
