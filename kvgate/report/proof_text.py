@@ -9,25 +9,23 @@ def _figures(proof: dict[str, Any]) -> list[str]:
     """The measured evidence, kind by kind, as the engine counted it."""
     out = []
     if proof["kv_quantized"] is not None:
-        out.append(f"{proof['kv_quantized']:,} KV entries quantised")
+        out.append(f"{proof['kv_quantized']:,} entries quantised")
     if proof["kv_dtypes"]:
-        out.append(f"KV stored as {', '.join(proof['kv_dtypes'])}")
+        out.append(f"KV {', '.join(proof['kv_dtypes'])}")
     if proof["kv_bytes_per_entry"] is not None and proof["control_kv_bytes_per_entry"]:
         out.append(
-            f"{proof['kv_bytes_per_entry']:,.0f} KV bytes per entry against the control's "
-            f"{proof['control_kv_bytes_per_entry']:,.0f}"
+            f"{proof['kv_bytes_per_entry']:,.0f} bytes/entry vs {proof['control_kv_bytes_per_entry']:,.0f}"
         )
     if proof["eviction_over_bound"] is not None:
         share = proof["kv_kept_share"]
-        kept = "" if share is None else f"{100 * share:.1f}% of prompt entries kept, "
+        kept = "" if share is None else f"{100 * share:.1f}% of entries kept, "
         out.append(f"{kept}{proof['eviction_over_bound']} cases over the ratio's bound")
-    if proof["tier_blocks_written"] is not None:
-        out.append(
-            f"offload tier: {proof['tier_blocks_written']:,} blocks written, "
-            f"{proof['tier_blocks_read'] or 0:,} read back"
-        )
+    written, read = proof["tier_blocks_written"], proof["tier_blocks_read"]
+    if written is not None or read is not None:
+        out.append(f"tier blocks {'?' if written is None else f'{written:,}'} written, "
+                   f"{'?' if read is None else f'{read:,}'} read")  # fmt: skip
     if proof["cache_hit_cases"] is not None:
-        out.append(f"{proof['cache_hit_cases']} cases served from the cache")
+        out.append(f"{proof['cache_hit_cases']} cache-hit cases")
     if proof["spans_reused"] is not None:
         out.append(f"{proof['spans_reused']} spans reused")
     return out
@@ -41,7 +39,7 @@ def proof_line(arm: dict[str, Any]) -> str | None:
         return None
     head = f"proof of treatment: {'shown' if proof['status'] == 'shown' else 'MISSING'}"
     passes = "1 pass" if proof["passes"] == 1 else f"{proof['passes']} passes"
-    head += f" over {passes}, {proof['cases']} cases"
+    head += f" ({passes}, {proof['cases']} cases)"
     figures = _figures(proof)
     line = head + (" — " + " · ".join(figures) if figures else "")
     if proof["missing"]:

@@ -392,15 +392,11 @@ def gains_lines(arm: dict[str, Any]) -> list[str]:
     kept = "not reported by the engine" if g["kv_kept"] is None else f"{pct(g['kv_kept'])} of the control's"
     b, measured = g.get("kv_bytes"), g.get("measured_kv_bytes")
     if measured:
-        per_entry = measured["bytes_per_entry"]
-        entry = "" if per_entry is None else f", {per_entry:,.0f} bytes per entry kept"
-        base = measured["control_bytes_per_entry"]
-        entry += "" if base is None else f" against {base:,.0f}"
-        kept += f" · KV bytes {pct(measured['share'])} of the control's (counted by the engine{entry})"
+        kept += f" · KV bytes {pct(measured['share'])} (engine-counted)"
     elif b:
         kept += (
             f" · KV bytes per token {pct(b['share'])} ({b['bits']}-bit entries, control {b['control_bits']};"
-            " from the spec, not counted by the engine)"
+            " from the spec)"
         )
     return ([proof] if proof else []) + [
         f"gains over {g['n_pairs']} pairs: KV entries kept {kept}",
