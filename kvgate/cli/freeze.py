@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kvgate.cli.options import MODEL_TAKES
+
 if TYPE_CHECKING:
     from kvgate.workload.case import Case
 
@@ -15,7 +17,11 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("suites", nargs=-1)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Workload Parquet to write.")
-@click.option("--model", default=None, help="Freeze token ids for this model's tokenizer (name or folder).")
+@click.option(
+    "--model", default=None,
+    help=f"Freeze the prompts as this model's token ids: {MODEL_TAKES}.  [default: kvgate's word tokenizer, "
+    "for --engine fake]",
+)  # fmt: skip
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--limit", type=int, default=None, help="Keep this many cases, spread over the suites.")
 @click.option(

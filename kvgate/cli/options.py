@@ -1,4 +1,5 @@
-"""Option parsing shared by commands: repeatable typed `-E key=value` engine options."""
+"""Option parsing shared by commands: repeatable typed `-E key=value` engine options, and the one
+wording of what `--model` takes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import json
 from typing import Any
 
 import click
+
+MODEL_TAKES = (
+    "a known model's name (kvgate models), a local Hugging Face model folder, or a hub id org/name[@revision]"
+)
+"""What --model takes, in one wording for every command and page."""
 
 
 def parse_engine_options(pairs: tuple[str, ...]) -> dict[str, Any]:

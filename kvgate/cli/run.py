@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kvgate.cli.options import parse_engine_options
+from kvgate.cli.options import MODEL_TAKES, parse_engine_options
 
 if TYPE_CHECKING:
     from kvgate.cli.engine_log import EngineLog
@@ -57,16 +57,20 @@ def stdout_to_stderr() -> Iterator[None]:
 @click.option(
     "--arms", default=None, help="Run and gate only these candidates of the matrix (comma-separated)."
 )
-@click.option("--engine", default=None, help="hf | vllm | server | fake  [default: hf]")
-@click.option("--model", default=None, help="Model name or local folder.  [default: smollm2-135m]")
+@click.option("--engine", default=None, help="hf | vllm | server | fake  [default: $KVGATE_ENGINE, else hf]")
+@click.option(
+    "--model", default=None,
+    help=f"The model: {MODEL_TAKES}.  [default: $KVGATE_MODEL, else smollm2-135m]",
+)  # fmt: skip
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML.")
 @click.option(
     "--policy-unsafe-reason", default=None,
     help="Why a policy below the safety floor (confidence < 0.8, rule = point) is used; stored and reported.",
 )  # fmt: skip
 @click.option(
-    "-o", "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
-    help="Where a new run's directory is made: <runs-dir>/<UTC time>-<spec hash>.",
+    "-o", "--runs-dir", type=click.Path(path_type=Path), default=None,
+    help="Where a new run's directory is made: <runs-dir>/<UTC time>-<spec hash>.  "
+    "[default: $KVGATE_RUNS, else runs]",
 )  # fmt: skip
 @click.option(
     "--run-dir", type=click.Path(path_type=Path), default=None,
@@ -113,7 +117,7 @@ def run(
     model: str | None,
     policy: Path | None,
     policy_unsafe_reason: str | None,
-    runs_dir: Path,
+    runs_dir: Path | None,
     run_dir: Path | None,
     resume: Path | None,
     limit: int | None,
@@ -133,6 +137,10 @@ def run(
     from kvgate.engines.server.endpoints import with_endpoints
     from kvgate.executors import executor_for
     from kvgate.runner.job import RunOptions
+
+    if resume is None:  # a resumed run takes its engine and model from its manifest, never the environment
+        engine, model = engine or env_default("KVGATE_ENGINE"), model or env_default("KVGATE_MODEL")
+    runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
 
     engine, options = with_endpoints(
         engine, parse_engine_options(engine_options) if engine_options else None, endpoints
@@ -156,6 +164,12 @@ def run(
             engine_options=options,
         )
         _run(ctx, opts, executor_for(executor, ray_address, ray_workers), as_json, quiet, verbose)
+
+
+def env_default(name: str) -> str | None:
+    """A default from the environment (KVGATE_ENGINE, KVGATE_MODEL, KVGATE_RUNS); unset or blank: None."""
+    value = os.environ.get(name, "").strip()
+    return value or None
 
 
 def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Path) -> str:

@@ -12,17 +12,18 @@ from pathlib import Path
 
 import click
 
-DEFAULT_RUNS = Path("runs")
-
 
 @click.command()
-@click.argument("runs_dir", type=click.Path(path_type=Path), default=DEFAULT_RUNS, required=False)
+@click.argument("runs_dir", type=click.Path(path_type=Path), default=None, required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of runs on stdout.")
 def runs(runs_dir: Path, as_json: bool) -> None:
-    """List the runs under RUNS_DIR (default: runs): id, created, matrix, engine, model, decision."""
+    """List the runs under RUNS_DIR (default: $KVGATE_RUNS, else runs): id, created, matrix, engine,
+    model, decision."""
+    from kvgate.cli.run import env_default
     from kvgate.errors import BadInput
     from kvgate.report.runs_index import list_runs
 
+    runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
     if not runs_dir.is_dir():
         raise BadInput(f"{runs_dir} is not a folder of runs (kvgate run -o DIR makes one)")
     rows = list_runs(runs_dir)

@@ -144,3 +144,22 @@ def test_run_dir_makes_the_run_there_and_never_overwrites_one(smoke_workload: Pa
     assert (busy / "notes.txt").read_text() == "mine"
     both = _run("--run-dir", tmp_path / "new", "--resume", target)
     assert both.exit_code == 2 and "give one of them" in both.stderr
+
+
+def test_engine_model_and_runs_dir_default_from_the_environment(
+    smoke_workload: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "from-env"
+    monkeypatch.setenv("KVGATE_ENGINE", "fake")
+    monkeypatch.setenv("KVGATE_RUNS", str(runs))
+    monkeypatch.setenv("KVGATE_MODEL", "smollm2-135m")
+    result = CliRunner().invoke(cli, ["run", "-w", str(smoke_workload), "--quiet"])
+    assert result.exit_code == 3, result.output
+    (run_dir,) = runs.iterdir()
+    manifest = (run_dir / "manifest.json").read_text()
+    assert '"engine": "fake"' in manifest and '"name": "smollm2-135m"' in manifest
+    monkeypatch.setenv("KVGATE_ENGINE", "hf")  # a resumed run keeps its engine whatever the environment
+    assert CliRunner().invoke(cli, ["run", "--resume", str(run_dir), "--quiet"]).exit_code == 3
+    monkeypatch.setenv("KVGATE_ENGINE", "vlm")
+    refused = CliRunner().invoke(cli, ["run", "-w", str(smoke_workload), "--quiet"])
+    assert refused.exit_code == 2 and "did you mean 'vllm'?" in refused.output
