@@ -1,4 +1,5 @@
-"""Shared fixtures: small workloads frozen with the model-free tokenizer, the embedded model, and the CLI.
+"""Shared fixtures: small workloads frozen with the model-free tokenizer, and the embedded model
+(helpers shared across folders live in tests/helpers/).
 
 Tiers: a test that asks for the embedded model (`model_folder`, directly or through another fixture) is
 marked `model`; long Monte Carlo and end-to-end tests carry `slow`. `make test` runs everything;
@@ -14,7 +15,6 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from kvgate.report.schema import CHECK_ENV
 from kvgate.workload.freeze import freeze
@@ -38,12 +38,6 @@ def model_folder() -> Path:
     from kvgate.models import resolve_model
 
     return folder_of(resolve_model("smollm2-135m"))
-
-
-@pytest.fixture
-def cli_runner() -> CliRunner:
-    """Click's in-process runner for `kvgate` (stdout and stderr kept apart)."""
-    return CliRunner()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from report_schema import report_json
+from helpers.cli import kvgate
+from helpers.report_schema import report_json
 
 from kvgate.cli import cli
 from kvgate.cli.run import stdout_to_stderr
@@ -22,7 +23,7 @@ PLANTED = (
 
 
 def _run(*args: object) -> Result:
-    return CliRunner().invoke(cli, ["run", "--engine", "fake", *map(str, args)])
+    return kvgate("run", "--engine", "fake", *args)
 
 
 def test_defaults_freeze_the_smoke_suite_and_show_progress_per_arm(tmp_path: Path) -> None:

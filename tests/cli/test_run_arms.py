@@ -5,10 +5,10 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from click.testing import CliRunner, Result
-from report_schema import report_json
+from click.testing import Result
+from helpers.cli import kvgate
+from helpers.report_schema import report_json
 
-from kvgate.cli import cli
 from kvgate.cli.arm_subset import dumps
 
 PLANTED = (
@@ -18,7 +18,7 @@ PLANTED = (
 
 
 def _run(*args: object) -> Result:
-    return CliRunner().invoke(cli, ["run", "--engine", "fake", *map(str, args)])
+    return kvgate("run", "--engine", "fake", *args)
 
 
 def test_arms_runs_and_gates_only_the_named_candidates(smoke_workload: Path, tmp_path: Path) -> None:

@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from helpers.cli import kvgate
 from ray_support import only_run, write_matrix
 
-from kvgate.cli import cli
 from kvgate.engines.resources import Resources, engine_resources
 from kvgate.errors import BadInput
 from kvgate.executors.ray_cluster import import_ray
@@ -20,10 +19,6 @@ from kvgate.rundir.hardware import check_pairing, record_unit
 from kvgate.runner.passes import ArmRun
 from kvgate.treatments.matrix import resolve_matrix
 from kvgate.workload.schema import read_workload
-
-
-def kvgate(*args: object) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def _cases(workload: Path, n: int) -> tuple:

@@ -16,13 +16,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from helpers.cli import kvgate
 from ray_support import comparable, keys, only_run, stored_rows, write_matrix
 
-from kvgate.cli import cli
 from kvgate.runner.passes import namespace
 
 ray = pytest.importorskip("ray")  # the `ray` extra (make setup installs it)
@@ -32,10 +30,6 @@ ACCEPT = Path(__file__).parents[1] / "runner" / "data" / "accept.toml"
 CASES = 40
 LATENCY_S = 0.03
 KVGATE = [sys.executable, "-c", "from kvgate.cli import main; main()"]
-
-
-def kvgate(*args: Any) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")

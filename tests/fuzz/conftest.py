@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fuzz_support import kvgate
+from helpers.cli import kvgate
 
 MATRIX = """[matrix]
 control = "full"

@@ -6,10 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from click.testing import CliRunner, Result
+from click.testing import Result
 from hypothesis import HealthCheck, settings
-
-from kvgate.cli import cli
 
 FUZZ = settings(
     max_examples=150,
@@ -20,10 +18,6 @@ FUZZ = settings(
 )
 """150 examples a test (1,050 in all), reproducible in CI (derandomized, no example database), no
 per-example deadline."""
-
-
-def kvgate(*args: object) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def assert_refused(result: Result, what: object) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fuzz_support import FUZZ, assert_refused, fresh, kvgate, tree
+from fuzz_support import FUZZ, assert_refused, fresh, tree
+from helpers.cli import kvgate
 from hypothesis import given
 from hypothesis import strategies as st
 

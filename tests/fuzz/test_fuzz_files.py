@@ -12,7 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from fuzz_support import FUZZ, assert_refused, fresh, kvgate, tree
+from fuzz_support import FUZZ, assert_refused, fresh, tree
+from helpers.cli import kvgate
 from hypothesis import given
 from hypothesis import strategies as st
 

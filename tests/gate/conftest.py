@@ -1,9 +1,9 @@
-"""The gate's tests share frozen workloads (tests/gate/gate_workloads.py), frozen once per session."""
+"""The gate's tests share frozen workloads (tests/helpers/gate_workloads.py), frozen once per session."""
 
 from __future__ import annotations
 
 import pytest
-from gate_workloads import Workloads
+from helpers.gate_workloads import Workloads
 
 
 @pytest.fixture(scope="session")

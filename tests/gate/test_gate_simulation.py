@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from gate_workloads import Workloads
+from helpers.gate_workloads import Workloads
 from scipy.stats import beta, binom
 
 from kvgate.cli import cli

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from gate_workloads import Workloads
+from helpers.gate_workloads import Workloads
 
 from kvgate.cli import cli
 from kvgate.gate.policy import Policy

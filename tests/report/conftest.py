@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from report_fixed_run import make_fixed_run
+from helpers.report_fixed_run import make_fixed_run
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from report_fixed_run import cases, row
-from report_schema import report_json
+from helpers.report_fixed_run import cases, row
+from helpers.report_schema import report_json
 
 from kvgate.cli import cli
 from kvgate.gate.policy import parse_policy

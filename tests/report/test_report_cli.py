@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from report_fixed_run import POLICY, make_fixed_run, row
-from report_schema import report_json
+from helpers.cli import kvgate
+from helpers.report_fixed_run import POLICY, make_fixed_run, row
+from helpers.report_schema import report_json
 from statsmodels.stats.multitest import multipletests
 
 from kvgate.cli import cli
@@ -21,7 +22,7 @@ from kvgate.rundir.store import reconcile, write_part
 
 
 def invoke(*args: str) -> Result:
-    return CliRunner().invoke(cli, ["report", *args])
+    return kvgate("report", *args)
 
 
 def as_json(result: Result) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_fixed_run import make_fixed_run
-from report_schema import report_json
+from helpers.report_fixed_run import make_fixed_run
+from helpers.report_schema import report_json
 from rich.console import Console
 
 from kvgate.cli import cli

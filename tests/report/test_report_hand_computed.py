@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_fixed_run import (
+from helpers.report_fixed_run import (
     AA_FLIPS_TO_FAIL,
     AA_FLIPS_TO_PASS,
     ARMS,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_fixed_run import make_fixed_run
+from helpers.report_fixed_run import make_fixed_run
 
 from kvgate.cli import cli
 from kvgate.report.renderers import render

@@ -10,10 +10,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from click.testing import CliRunner, Result
-from report_schema import assert_fits_schema, report_json
+from helpers.cli import kvgate as invoke
+from helpers.report_schema import assert_fits_schema, report_json
 
-from kvgate.cli import cli
 from kvgate.report import model
 from kvgate.report.schema import (
     CHECK_ENV,
@@ -64,10 +63,6 @@ crash_after = 10
 SEQUENTIAL = "tau = 0.05\nconfidence = 0.95\nsequential = true\nlook_every = 80\n"
 LOOSE = "tau = 0.1\nconfidence = 0.7\n"
 CHANGED = ("--policy-changed-reason", "a looser limit for a trial", "--policy-unsafe-reason", "a trial")
-
-
-def invoke(*args: Any) -> Result:
-    return CliRunner().invoke(cli, [str(a) for a in args])
 
 
 def run(runs: Path, workload: Path, *args: Any) -> Path:

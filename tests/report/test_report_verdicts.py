@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_fixed_run import CONTROL_FAILS, FAILS, SPEED, case_id, ctx, depth, task
+from helpers.report_fixed_run import CONTROL_FAILS, FAILS, SPEED, case_id, ctx, depth, task
 from rich.console import Console
 
 from kvgate.cli import cli

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
-from report_fixed_run import POLICY, make_fixed_run
+from helpers.report_fixed_run import POLICY, make_fixed_run
 
 from kvgate.cli import cli
 from kvgate.errors import BadInput

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+import helpers.cli
 import pytest
-from click.testing import CliRunner, Result
 from runner_support import DATA, Invoke
-
-from kvgate.cli import cli
 
 
 @pytest.fixture(scope="session")
 def accept_workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """320 passkey cases frozen with the word tokenizer (`kvgate freeze` without --model)."""
     path = tmp_path_factory.mktemp("accept") / "accept.words.parquet"
-    result = CliRunner().invoke(cli, ["freeze", str(DATA / "accept.toml"), "-o", str(path)])
+    result = helpers.cli.kvgate("freeze", DATA / "accept.toml", "-o", path)
     assert result.exit_code == 0, result.output
     return path
 
@@ -24,8 +21,4 @@ def accept_workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def kvgate() -> Invoke:
     """`kvgate ARGS…` in-process; returns click's Result (stdout and stderr apart)."""
-
-    def invoke(*args: Any) -> Result:
-        return CliRunner().invoke(cli, [str(a) for a in args])
-
-    return invoke
+    return helpers.cli.kvgate
