@@ -25,6 +25,7 @@ COMMANDS = {
     "treatments": "kvgate.cli.listing:treatments",
     "engines": "kvgate.cli.listing:engines",
     "models": "kvgate.cli.listing:models",
+    "validators": "kvgate.cli.listing:validators",
 }
 PATH_COMMANDS = ("freeze", "run", "report", "simulate")
 """Commands that resolve paths against the current folder and store or print them."""
@@ -39,6 +40,7 @@ SUMMARIES = {
     "treatments": "List the shipped treatments and matrices.",
     "engines": "List engines and the treatment kinds each supports here.",
     "models": "List known models and whether they are available here.",
+    "validators": "List the validators a case may name and what each passes.",
 }
 
 

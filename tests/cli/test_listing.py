@@ -57,3 +57,40 @@ def test_unknown_command_suggests() -> None:
     result = CliRunner().invoke(cli, ["frezee"])
     assert result.exit_code == 2
     assert "did you mean 'freeze'?" in result.output
+
+
+def test_every_listing_has_json() -> None:
+    import json
+
+    runner = CliRunner()
+    for command, key in (
+        ("suites", "name"),
+        ("engines", "status"),
+        ("models", "status"),
+        ("validators", "name"),
+    ):
+        result = runner.invoke(cli, [command, "--json"])
+        rows = json.loads(result.stdout)
+        assert result.exit_code == 0 and rows and all(key in r for r in rows), command
+    listed = json.loads(runner.invoke(cli, ["treatments", "--json"]).stdout)
+    assert set(listed) == {"treatment kinds", "treatments", "matrices"}
+    assert "default" in [m["name"] for m in listed["matrices"]]
+    suites = {r["name"]: r for r in json.loads(runner.invoke(cli, ["suites", "--json"]).stdout)}
+    assert suites["smoke"]["cases"] == "24" and suites["smoke"]["description"].endswith("quick gate.")
+
+
+def test_validators_lists_what_a_case_may_name() -> None:
+    import json
+
+    from kvgate.validators.registry import validator_names
+
+    rows = json.loads(CliRunner().invoke(cli, ["validators", "--json"]).stdout)
+    assert [r["name"] for r in rows] == validator_names() and "substring_any" in validator_names()
+    assert all(r["description"].startswith("Pass when") for r in rows)
+
+
+def test_suites_shows_one_phrase_each_and_all_of_it_with_verbose() -> None:
+    short = CliRunner().invoke(cli, ["suites"], env={"COLUMNS": "80"}).output
+    full = CliRunner().invoke(cli, ["suites", "-v"], env={"COLUMNS": "80"}).output
+    assert len(short.splitlines()) < 40 < len(full.splitlines())
+    assert "quick gate" not in short and "quick" in full
