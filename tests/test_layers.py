@@ -29,15 +29,6 @@ LAYERS: list[set[str]] = [
 ]
 KNOWN_CIRCLES = [
     {"kvgate.report.compare_text", "kvgate.report.markdown"},
-    {
-        "kvgate.validators.registry",
-        "kvgate.validators.exact",
-        "kvgate.validators.json_schema",
-        "kvgate.validators.python_tests",
-        "kvgate.validators.regex",
-        "kvgate.validators.substring",
-        "kvgate.validators.tool_call",
-    },
 ]
 """Circles inside one room, left for their own change; a new circle, or one of these gone, fails."""
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.validators.base import Verdict, expected_strings, refuse_args
-from kvgate.validators.registry import VALIDATORS
 
 
 def normalise(text: str) -> str:
@@ -41,6 +40,3 @@ class Exact:
         if any(got == normalise(e) for e in expected_strings(expected)):
             return Verdict.ok()
         return Verdict.fail("mismatch", f"got {got[:60]!r}")
-
-
-VALIDATORS.register("exact", Exact())

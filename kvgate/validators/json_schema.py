@@ -16,7 +16,6 @@ from typing import Any
 import jsonschema
 
 from kvgate.validators.base import Verdict, refuse_args
-from kvgate.validators.registry import VALIDATORS
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n(.*?)(?:```|$)", re.DOTALL)
 _DECODER = json.JSONDecoder()
@@ -92,6 +91,3 @@ class JsonSchema:
             return Verdict.ok()
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         return Verdict.fail("mismatch", f"{where}: {error.message[:120]}")
-
-
-VALIDATORS.register("json_schema", JsonSchema())

@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.validators.base import Verdict
-from kvgate.validators.registry import VALIDATORS
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MEMORY_MB = 512
@@ -287,6 +286,3 @@ def _tail(path: Path, limit: int) -> str:
         f.seek(0, os.SEEK_END)
         f.seek(max(0, f.tell() - limit))
         return f.read().decode("utf-8", "replace")
-
-
-VALIDATORS.register("python_tests", PythonTests())

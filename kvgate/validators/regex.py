@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.validators.base import Verdict
-from kvgate.validators.registry import VALIDATORS
 
 _ARGS = {"fullmatch", "ignore_case"}
 
@@ -44,6 +43,3 @@ class Regex:
         pattern = _compile(expected, args)
         found = pattern.fullmatch(output.strip()) if args.get("fullmatch") else pattern.search(output)
         return Verdict.ok() if found else Verdict.fail("mismatch", f"no match for {expected!r}")
-
-
-VALIDATORS.register("regex", Regex())

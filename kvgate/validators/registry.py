@@ -1,29 +1,36 @@
-"""All validators by name. Each module registers its validator here on import."""
+"""All validators by name, in one lazy table: a validator's module is imported when it is first asked
+for (as `engines/registry.py` does for engines), so naming them all imports none."""
 
 from __future__ import annotations
 
-from kvgate.registry import Registry
+import functools
+import importlib
+
+from kvgate.registry import unknown_name
 from kvgate.validators.base import Validator
 
-VALIDATORS: Registry[Validator] = Registry("validator")
+VALIDATORS: dict[str, str] = {
+    "exact": "kvgate.validators.exact:Exact",
+    "json_schema": "kvgate.validators.json_schema:JsonSchema",
+    "python_tests": "kvgate.validators.python_tests:PythonTests",
+    "regex": "kvgate.validators.regex:Regex",
+    "substring_all": "kvgate.validators.substring:SubstringAll",
+    "substring_any": "kvgate.validators.substring:SubstringAny",
+    "tool_call": "kvgate.validators.tool_call:ToolCall",
+}
+"""Name → "module:class"; the class is a frozen dataclass whose instance is the validator."""
 
 
+@functools.cache
 def get_validator(name: str) -> Validator:
-    _load_builtin()
-    return VALIDATORS.get(name)
+    """The validator called `name` (one instance per name); an unknown name is a BadInput that
+    suggests the closest one."""
+    if name not in VALIDATORS:
+        raise unknown_name("validator", name, list(VALIDATORS))
+    module, _, attr = VALIDATORS[name].partition(":")
+    validator: Validator = getattr(importlib.import_module(module), attr)()
+    return validator
 
 
 def validator_names() -> list[str]:
-    _load_builtin()
-    return VALIDATORS.names()
-
-
-def _load_builtin() -> None:
-    from kvgate.validators import (  # noqa: F401  (each registers on import)
-        exact,
-        json_schema,
-        python_tests,
-        regex,
-        substring,
-        tool_call,
-    )
+    return list(VALIDATORS)

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.validators.base import Verdict, expected_strings, refuse_args
-from kvgate.validators.registry import VALIDATORS
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,3 @@ class SubstringAny:
         if any(n.lower() in text for n in expected_strings(expected)):
             return Verdict.ok()
         return Verdict.fail("mismatch", "none of the expected strings")
-
-
-VALIDATORS.register("substring_all", SubstringAll())
-VALIDATORS.register("substring_any", SubstringAny())

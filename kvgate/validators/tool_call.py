@@ -17,7 +17,6 @@ from typing import Any
 
 from kvgate.validators.base import Verdict, refuse_args
 from kvgate.validators.json_schema import iter_json
-from kvgate.validators.registry import VALIDATORS
 
 
 def as_call(value: Any) -> tuple[str, dict[str, Any]] | None:
@@ -92,6 +91,3 @@ class ToolCall:
             )
             return Verdict.fail("mismatch", f"arguments differ at {', '.join(wrong)}")
         return Verdict.ok()
-
-
-VALIDATORS.register("tool_call", ToolCall())

@@ -26,6 +26,7 @@ def test_all_validators_are_registered() -> None:
     assert {"exact", "regex", "json_schema", "tool_call", "python_tests", "substring_all"} <= names
     with pytest.raises(BadInput, match="did you mean 'json_schema'"):
         get_validator("json_schemas")
+    assert all(get_validator(name).name == name for name in names)  # the table and the classes agree
 
 
 # --- exact ----------------------------------------------------------------------------------------------
