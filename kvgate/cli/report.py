@@ -11,6 +11,30 @@ from typing import Any
 import click
 
 FORMATS = ("table", "md", "html", "json", "junit")
+FILE_NAMES = {
+    "table": "report.txt",
+    "md": "report.md",
+    "html": "report.html",
+    "json": "report.json",
+    "junit": "junit.xml",
+}
+"""What each format is called in the folder `--format a,b -o DIR` writes."""
+
+
+def parse_formats(text: str, output: Path | None) -> list[str]:
+    """`md` or `md,junit,json`; several need `-o DIR`. Unknown names are refused with "did you mean"."""
+    from kvgate.errors import BadInput
+    from kvgate.registry import unknown_name
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        if name not in FORMATS:
+            raise unknown_name("format", name, list(FORMATS))
+    if not names:
+        raise BadInput(f"--format is empty: name one or more of {', '.join(FORMATS)}")
+    if len(names) > 1 and output is None:
+        raise BadInput("several formats need -o DIR, the folder to write report.md, junit.xml, … into")
+    return list(dict.fromkeys(names))
 
 
 def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
@@ -75,8 +99,14 @@ def write_output(output: Path, text: str) -> None:
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None, help="Write to a file.")
+@click.option(
+    "--format", "fmt", default="table", show_default=True,
+    help=f"{' | '.join(FORMATS)}, or several comma-separated (md,junit,json) with -o DIR.",
+)  # fmt: skip
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), default=None,
+    help="Write to this file (several formats: into this folder, as report.md, junit.xml, report.json, …).",
+)  # fmt: skip
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate on another policy.")
 @click.option("--policy-changed-reason", default=None, help="Why the policy differs from the declared one.")
 @click.option("--policy-unsafe-reason", default=None, help="Why a --policy below the safety floor is used.")
@@ -131,9 +161,10 @@ def report(
     from kvgate.gate.policy import read_policy_text
     from kvgate.report.model import build_report, verified_report
 
+    formats = parse_formats(fmt, output)
     policy_text = read_policy_text(policy) if policy is not None else None
     data, rows = verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)
-    if data["policy"]["changed_reason"] and fmt != "table":
+    if data["policy"]["changed_reason"] and formats != ["table"]:
         click.echo(f"kvgate: policy changed after the run: {data['policy']['changed_reason']}", err=True)
     if compare is not None:
         from kvgate.report.compare import compare_reports
@@ -142,7 +173,13 @@ def report(
             compare, policy_text, policy_changed_reason if policy_text else None, policy_unsafe_reason
         )
         data["compare"] = compare_reports(data, baseline, allow_different)
-    emit(data, fmt, output, junit_inconclusive)
+    if len(formats) == 1:
+        emit(data, formats[0], output, junit_inconclusive)
+    else:
+        assert output is not None  # parse_formats asks for -o with several
+        for name in formats:
+            emit(data, name, output / FILE_NAMES[name], junit_inconclusive)
+        click.echo(f"kvgate: wrote {', '.join(FILE_NAMES[n] for n in formats)} into {output}", err=True)
     if samples is not None:
         from kvgate.report.run_data import read_cases
         from kvgate.report.samples import samples_jsonl

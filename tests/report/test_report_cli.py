@@ -286,3 +286,19 @@ def test_bad_run_directories_are_one_line_errors(fixed_run: Path, tmp_path: Path
     assert {"missing": "not a kvgate run", "not_a_run": "not a kvgate run", "no_workload": "does not exist"}[
         make
     ] in (result.output)
+
+
+def test_several_formats_from_one_call(fixed_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke(str(fixed_run), "--format", "md,junit,json", "-o", str(out))
+    assert result.exit_code == 1, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.json", "report.md"]
+    single = invoke(str(fixed_run), "--format", "md").stdout
+    assert (out / "report.md").read_text() == single
+    assert report_json((out / "report.json").read_text())["decision"] == "fail"
+    for args, message in (
+        (["--format", "md,jnuit", "-o", str(out)], "unknown format 'jnuit'; did you mean 'junit'?"),
+        (["--format", "md,json"], "several formats need -o DIR"),
+    ):
+        refused = invoke(str(fixed_run), *args)
+        assert refused.exit_code == 2 and message in refused.output
