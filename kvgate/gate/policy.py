@@ -8,6 +8,8 @@
     signal_alpha = 0.2         # share of α for clear regressions in signal (non-gated) slices
     aa_margin = 0.0            # a FAIL needs CFR − A/A CFR above this, and the difference significant
     cluster = "prefix_group"   # cases that share it are one cluster (or "none", or a slice column)
+    defects = "estimate"       # within a cluster: "per_case", "per_cluster" (worst case) or "estimate"
+    strata = ["ctx_bucket"]    # every value of these columns is gated: a PASS needs each to pass
     allow_unwinnable = false   # let a critical slice too small to ever pass through the pre-run check
     expected_control_pass_rate = 0.6  # the pre-run check counts cases × this (default: every case)
     sequential = false         # look every `look_every` cases and stop an arm once its verdict is final
@@ -36,6 +38,10 @@ from kvgate.errors import BadInput
 from kvgate.tomlspec import MAX_TOML_BYTES, check_keys, parse_toml
 
 RULES = ("upper_bound", "point")
+DEFECTS = ("estimate", "per_case", "per_cluster")
+"""How failures inside a cluster may depend on each other (stats.cluster_null): the ICC bounded from the
+run, 0, or 1 (a defect fails the whole cluster: the worst case)."""
+DEFAULT_STRATA = ("ctx_bucket",)
 SPECIAL_SLICES = ("all", "critical")
 SAFE_CONFIDENCE = 0.8
 """Below this confidence (or with rule "point") a policy is unsafe: `run` needs --policy-unsafe-reason."""
@@ -72,7 +78,7 @@ class Policy:
     holm: bool = False
     critical: tuple[str, ...] = ()
     slice_tau: dict[str, float] = field(default_factory=dict)
-    signal_alpha: float = 0.2
+    signal_alpha: float = 0.05
     aa_margin: float = 0.0
     cluster: str = "prefix_group"
     allow_unwinnable: bool = False
@@ -80,6 +86,8 @@ class Policy:
     look_every: int = 100
     spending_power: float = 2.0
     expected_control_pass_rate: float | None = None
+    defects: str = "estimate"
+    strata: tuple[str, ...] = DEFAULT_STRATA
     text: str = ""
 
     def __post_init__(self) -> None:
@@ -112,6 +120,11 @@ class Policy:
             raise BadInput(f"policy expected_control_pass_rate must be in (0, 1], got {rate!r}")
         if not isinstance(self.cluster, str) or not _COLUMN.match(self.cluster):
             raise BadInput(f"policy cluster must be 'prefix_group', 'none' or a column, got {self.cluster!r}")
+        if self.defects not in DEFECTS:
+            raise BadInput(f"policy defects must be one of {', '.join(DEFECTS)}, got {self.defects!r}")
+        for column in self.strata:
+            if not isinstance(column, str) or not _COLUMN.match(column):
+                raise BadInput(f"policy strata must be slice column names, got {column!r}")
         for name in (*self.critical, *self.slice_tau):
             if not isinstance(name, str):
                 raise BadInput(f"policy slice names must be strings, got {name!r}")
@@ -120,6 +133,11 @@ class Policy:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def is_stratum(self, slice_name: str) -> bool:
+        """Whether the slice is one value of a strata column (`ctx_bucket=4k`): gated."""
+        terms = slice_terms(slice_name) if "=" in slice_name else []
+        return len(terms) == 1 and terms[0][0] in self.strata
 
     @property
     def alpha(self) -> float:
@@ -150,10 +168,13 @@ def parse_policy(text: str, where: str) -> Policy:
     allowed = {
         "tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau",
         "signal_alpha", "aa_margin", "cluster", "allow_unwinnable", "sequential", "look_every",
-        "spending_power", "expected_control_pass_rate",
+        "spending_power", "expected_control_pass_rate", "defects", "strata",
     }  # fmt: skip
     check_keys(data, allowed, where)
     critical = data.get("critical", [])
+    strata = data.get("strata", list(DEFAULT_STRATA))
+    if not isinstance(strata, list):
+        raise BadInput(f"{where}: strata must be a list of slice column names")
     slice_tau = data.get("slice_tau", {})
     if not isinstance(critical, list):
         raise BadInput(f"{where}: critical must be a list of slice names")
@@ -168,7 +189,7 @@ def parse_policy(text: str, where: str) -> Policy:
             holm=data.get("holm", False),
             critical=tuple(critical),
             slice_tau=dict(slice_tau),
-            signal_alpha=data.get("signal_alpha", 0.2),
+            signal_alpha=data.get("signal_alpha", 0.05),
             aa_margin=data.get("aa_margin", 0.0),
             cluster=data.get("cluster", "prefix_group"),
             allow_unwinnable=data.get("allow_unwinnable", False),
@@ -176,6 +197,8 @@ def parse_policy(text: str, where: str) -> Policy:
             look_every=data.get("look_every", 100),
             spending_power=data.get("spending_power", 2.0),
             expected_control_pass_rate=data.get("expected_control_pass_rate"),
+            defects=data.get("defects", "estimate"),
+            strata=tuple(strata),
             text=text,
         )
     except BadInput as exc:

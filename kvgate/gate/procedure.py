@@ -27,16 +27,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import bdtr, bdtrc
 
 from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
 from kvgate.gate.policy import Policy
-from kvgate.stats.clusters import effective_counts
-from kvgate.stats.intervals import effective_bounds
+from kvgate.stats.cluster_null import bounds, design_effect, grouped_tails, icc_upper
+from kvgate.stats.intervals import cp_bounds
 from kvgate.stats.multiplicity import benjamini_hochberg, weighted_holm
-from kvgate.stats.tests import effective_exceed_pvalue, fisher_greater
+from kvgate.stats.tests import exceed_pvalue
 
 # Why a slice got its decision (see `slice_reason` in report.slice_stats for the words).
 WHY_PASS, WHY_FAIL, WHY_INSIDE, WHY_FEW, WHY_NOT_ABOVE_AA, WHY_MARGIN, WHY_EMPTY, WHY_POINT = range(8)
+NUISANCE_SHARE = 0.1
+"""β, the error of the ICC's upper bound with `defects = "estimate"`, as a share of α."""
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """The multi-case clusters of each slice: P (slice, cluster) slots."""
+
+    slice_of: np.ndarray
+    """(P,) the slice each slot belongs to."""
+    size: np.ndarray
+    """(..., P) control passes in the cluster (within the slice)."""
+    failed: np.ndarray
+    """(..., P) of them, the candidate's failures."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,12 @@ class SliceCounts:
     """Control passes the A/A replicate fails; None when the run has no replicate."""
     aa_passes: np.ndarray | None = None
     """Control passes with a replicate verdict."""
+    aa_candidate_only: np.ndarray | None = None
+    """Of those, the ones the candidate fails and the replicate passes (discordant pairs b)."""
+    aa_replicate_only: np.ndarray | None = None
+    """… and the ones the replicate fails and the candidate passes (discordant pairs c)."""
+    grouped: Clusters | None = None
+    """The clusters of more than one case; None when every case is its own cluster."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +106,15 @@ class Verdicts:
     arm: np.ndarray
     """PASS, FAIL or INCONCLUSIVE per leading index."""
     noisy: np.ndarray
-    """Per leading index: the A/A noise floor of `all` is above its τ."""
+    """Per leading index: the A/A noise floor of `all` is above its τ (its lower bound is)."""
+    below_p: np.ndarray
+    """P(S ≤ k) at τ (plus β where clustered): a gated slice passes when it is ≤ α."""
+    rho: np.ndarray
+    """Per leading index: the ICC clustered slices were tested at."""
+    design_effect: np.ndarray
+    """Kish's design effect at that ICC, 1 where every case is single."""
+    clustered: np.ndarray
+    """Whether the slice has a cluster of more than one control pass."""
 
 
 def weights(family: Family, reachable: np.ndarray, signal_alpha: float) -> np.ndarray:
@@ -108,17 +137,107 @@ def arm_codes(codes: np.ndarray, gated: np.ndarray, noisy: np.ndarray) -> np.nda
     return np.where(any_fail, FAIL, np.where(noisy, INCONCLUSIVE, np.where(all_pass, PASS, INCONCLUSIVE)))
 
 
-def decide_arm(counts: SliceCounts, family: Family, policy: Policy) -> Verdicts:
-    """Steps 1–5 of the module docstring, for every leading index at once."""
+@dataclass(frozen=True)
+class Tails:
+    """The exact tail p-values of each slice's failure count at its τ, shape (..., S)."""
+
+    exceed: np.ndarray
+    """P(S ≥ k): small when the slice is above τ (the FAIL test)."""
+    below: np.ndarray
+    """P(S ≤ k): small when the slice is below τ (the PASS test)."""
+    smallest: np.ndarray
+    """P(S = n): the smallest exceedance p-value the slice can give."""
+    rho: np.ndarray
+    """(...,) the ICC the clustered slices were tested at."""
+    nuisance: np.ndarray
+    """(..., S) the share of α the ICC's bound spent (β; 0 where the slice has no multi-case cluster)."""
+    clustered: np.ndarray
+    """(..., S) whether the slice has a cluster of more than one control pass."""
+
+
+def slice_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy, all_index: int) -> Tails:
+    """Exact tails per slice (stats.cluster_null): binomial where every case is single, else the
+    convolution of the clusters' beta-binomials at the ICC the policy's `defects` says (0 per case, 1 per
+    cluster, or the run's own upper bound plus its error β, the Berger–Boos correction)."""
+    k = np.asarray(counts.failures, dtype=np.int64)
+    n = np.asarray(counts.control_passes, dtype=np.int64)
+    exceed = exceed_pvalue(k, n, tau)
+    below = np.where(k >= n, 1.0, bdtr(k, np.maximum(n, 1), tau))
+    smallest = np.asarray(tau, dtype=float) ** n
+    lead = k.shape[:-1]
+    rho = np.zeros(lead)
+    nuisance = np.zeros(k.shape)
+    clustered = np.zeros(k.shape, dtype=bool)
+    grouped = counts.grouped
+    if grouped is None or policy.defects == "per_case" or grouped.slice_of.size == 0:
+        return Tails(exceed, below, smallest, rho, nuisance, clustered)
+    size = np.broadcast_to(grouped.size, (*lead, grouped.slice_of.size))
+    beta = policy.alpha * NUISANCE_SHARE if policy.defects == "estimate" else 0.0
+    if policy.defects == "estimate":
+        in_all = grouped.slice_of == all_index
+        rho = np.asarray(icc_upper(grouped.failed[..., in_all], size[..., in_all], beta), dtype=float)
+        rho = np.broadcast_to(rho, lead)
+    else:
+        rho = np.ones(lead)
+    flat = int(np.prod(lead, dtype=np.int64))
+    k2, n2 = k.reshape(flat, -1), n.reshape(flat, -1)
+    size2, rho2 = size.reshape(flat, -1), np.asarray(rho).reshape(flat)
+    exceed2, below2, smallest2 = (a.reshape(flat, -1).copy() for a in (exceed, below, smallest))
+    clustered2 = clustered.reshape(flat, -1)
+    tau2 = np.broadcast_to(tau, k.shape).reshape(flat, -1)
+    for s in np.unique(grouped.slice_of):
+        slots = size2[:, grouped.slice_of == s]
+        rows = np.flatnonzero((slots >= 2).any(axis=1) & (n2[:, s] > 0))
+        if rows.size == 0:
+            continue
+        for t in np.unique(tau2[rows, s]):
+            sub = rows[tau2[rows, s] == t]
+            ge, le, top = grouped_tails(k2[sub, s], n2[sub, s], slots[sub], float(t), rho2[sub])
+            exceed2[sub, s], below2[sub, s], smallest2[sub, s] = ge, le, top
+        clustered2[rows, s] = True
+    clustered = clustered2.reshape(k.shape)
+    nuisance = np.where(clustered, beta, 0.0)
+    return Tails(
+        np.minimum(1.0, exceed2.reshape(k.shape) + nuisance),
+        np.minimum(1.0, below2.reshape(k.shape) + nuisance),
+        np.minimum(1.0, smallest2.reshape(k.shape) + nuisance),
+        np.asarray(rho),
+        nuisance,
+        clustered,
+    )
+
+
+def paired_aa_pvalue(candidate_only: np.ndarray, replicate_only: np.ndarray) -> np.ndarray:
+    """One-sided exact test that the candidate fails more of the control's passes than the A/A replicate:
+    on the b + c discordant pairs, P(Binomial(b + c, ½) ≥ b) (McNemar 1947, one-sided); 1 when b = 0."""
+    b = np.asarray(candidate_only, dtype=np.int64)
+    c = np.asarray(replicate_only, dtype=np.int64)
+    return np.where(b <= 0, 1.0, bdtrc(np.maximum(b - 1, 0), np.maximum(b + c, 1), 0.5))
+
+
+def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds: bool = True) -> Verdicts:
+    """Steps 1–5 of the module docstring, for every leading index at once.
+
+    with_bounds=False leaves the clustered slices' lower and upper bounds NaN (they take a bisection per
+    slice; the decisions do not need them): what a simulation asks for.
+    """
     k = np.asarray(counts.failures, dtype=np.int64)
     n = np.asarray(counts.control_passes, dtype=np.int64)
     tau = np.broadcast_to(np.asarray(family.tau, dtype=float), k.shape)
     gated = np.broadcast_to(np.asarray(family.gated, dtype=bool), k.shape)
     alpha = policy.alpha
-    k_eff, n_eff = effective_counts(k, n, counts.clusters)
-    lower, upper = effective_bounds(k_eff, n_eff, policy.confidence)
-    exceed = effective_exceed_pvalue(k_eff, n_eff, tau)
-    reachable = (n > 0) & (effective_exceed_pvalue(n_eff, n_eff, tau) < alpha)
+    tails = slice_tails(counts, tau, policy, family.all_index)
+    rho_slice = np.where(tails.clustered, np.asarray(tails.rho)[..., None], 0.0)
+    squares = _sum_of_squares(counts, k.shape)
+    deff = design_effect(squares, n, rho_slice)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_eff = np.where(n > 0, n / deff, 0.0)
+        k_eff = np.where(n > 0, k / deff, 0.0)
+    lower, upper = cp_bounds(np.minimum(k, n), n, policy.confidence)
+    if tails.clustered.any():
+        lower, upper = _clustered_bounds(counts, tails, lower, upper, alpha, with_bounds)
+    exceed = tails.exceed
+    reachable = (n > 0) & (tails.smallest < alpha)
     signal_alpha = policy.signal_alpha if policy.rule == "upper_bound" else 0.0
     w = weights(family, reachable, signal_alpha)
     adjusted = weighted_holm(np.where(reachable, exceed, np.nan), w)
@@ -131,7 +250,7 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy) -> Verdicts:
         pass_test = gated & (n > 0) & (cfr <= tau)
     else:
         fail_test = np.nan_to_num(adjusted, nan=1.0) <= alpha
-        pass_test = gated & (upper <= tau)
+        pass_test = gated & (n > 0) & (tails.below <= alpha)
     why = np.full(k.shape, WHY_INSIDE, dtype=np.int64)
     aa_p = np.full(k.shape, np.nan)
     fails = fail_test.copy()
@@ -139,9 +258,12 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy) -> Verdicts:
         ka = np.asarray(counts.aa_failures, dtype=np.int64)
         na = np.asarray(counts.aa_passes, dtype=np.int64)
         has_aa = na > 0
+        b = counts.aa_candidate_only
+        c = counts.aa_replicate_only
+        if b is None or c is None:  # no joint table: every replicate failure counted as discordant
+            b, c = k, ka
+        aa_p = np.where(has_aa, paired_aa_pvalue(b, c), np.nan)
         tested = fail_test & has_aa
-        if tested.any():
-            aa_p[tested] = fisher_greater(k[tested], n[tested], ka[tested], na[tested])
         with np.errstate(invalid="ignore", divide="ignore"):
             aa_cfr = np.where(has_aa, ka / np.maximum(na, 1), 0.0)
         above_aa = ~tested | (aa_p < alpha)
@@ -150,7 +272,8 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy) -> Verdicts:
         why = np.where(fail_test & above_aa & ~beyond_margin, WHY_MARGIN, why)
         fails = fail_test & above_aa & beyond_margin
         i = family.all_index
-        noisy = has_aa[..., i] & (aa_cfr[..., i] > tau[..., i])
+        aa_lower, _ = cp_bounds(np.minimum(ka[..., i], na[..., i]), na[..., i], policy.confidence)
+        noisy = has_aa[..., i] & (np.nan_to_num(aa_lower, nan=0.0) > tau[..., i])
     else:
         noisy = np.zeros(k.shape[:-1], dtype=bool)
     enough = n >= policy.min_control_passes
@@ -177,4 +300,44 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy) -> Verdicts:
         n_eff=n_eff,
         arm=arm_codes(codes, family.gated, noisy),
         noisy=noisy,
+        below_p=tails.below,
+        rho=np.asarray(tails.rho),
+        design_effect=deff,
+        clustered=tails.clustered,
     )
+
+
+def _sum_of_squares(counts: SliceCounts, shape: tuple[int, ...]) -> np.ndarray:
+    """Σ m² over each slice's clusters (single cases add 1 each), shape (..., S)."""
+    n = np.asarray(counts.control_passes, dtype=float)
+    grouped = counts.grouped
+    if grouped is None or grouped.slice_of.size == 0:
+        return n
+    size = np.broadcast_to(np.asarray(grouped.size, dtype=float), (*shape[:-1], grouped.slice_of.size))
+    multi = np.where(size >= 2, size, 0.0)
+    onehot = np.zeros((grouped.slice_of.size, shape[-1]))
+    onehot[np.arange(grouped.slice_of.size), grouped.slice_of] = 1.0
+    return n - multi @ onehot + (multi**2) @ onehot
+
+
+def _clustered_bounds(
+    counts: SliceCounts, tails: Tails, lower: np.ndarray, upper: np.ndarray, alpha: float, with_bounds: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exact bounds of clustered slices at error α − β each (NaN when not asked for)."""
+    lower, upper = lower.astype(float).copy(), upper.astype(float).copy()
+    lower[tails.clustered], upper[tails.clustered] = np.nan, np.nan
+    grouped = counts.grouped
+    if not with_bounds or grouped is None:
+        return lower, upper
+    k = np.asarray(counts.failures, dtype=np.int64)
+    n = np.asarray(counts.control_passes, dtype=np.int64)
+    size = np.broadcast_to(grouped.size, (*k.shape[:-1], grouped.slice_of.size))
+    rho = np.broadcast_to(tails.rho, k.shape[:-1])
+    for index in zip(*np.nonzero(tails.clustered), strict=True):
+        lead, s = index[:-1], index[-1]
+        slots = size[lead][grouped.slice_of == s]
+        sizes = tuple(sorted(int(m) for m in slots if m >= 2))
+        singles = int(n[index]) - sum(sizes)
+        level = alpha - float(tails.nuisance[index])
+        lower[index], upper[index] = bounds(int(k[index]), sizes, singles, float(rho[lead]), level)
+    return lower, upper

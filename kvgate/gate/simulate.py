@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from kvgate.errors import BadInput
 from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
 from kvgate.gate.policy import Policy
-from kvgate.gate.procedure import Family, SliceCounts, decide_arm
+from kvgate.gate.procedure import Clusters, Family, SliceCounts, decide_arm
 from kvgate.gate.sequential import looks, strata, stratified_order
 
 DEFECTS = ("independent", "cluster")
@@ -81,13 +82,22 @@ class Scenario:
     control_pass_rate: float = 1.0
     """Each case's chance that the control passes it (1: every case counts)."""
     aa_rate: float = 0.0
-    """Each control pass's chance that the A/A replicate fails it (0: no replicate in the run)."""
+    """Each control pass's chance that the A/A replicate fails it."""
+    replicate: bool = False
+    """Whether the run has an A/A replicate (always, when aa_rate > 0; aa_rate 0 with it: one that never
+    flips)."""
+    defects_in: str | None = None
+    """A slice name: every defect falls in this slice, at the rate that gives the point's overall CFR."""
 
     def __post_init__(self) -> None:
         if self.defects not in DEFECTS:
             raise ValueError(f"defects must be one of {', '.join(DEFECTS)}")
         if not (0 < self.control_pass_rate <= 1 and 0 <= self.aa_rate <= 1):
             raise ValueError("control_pass_rate must be in (0, 1] and aa_rate in [0, 1]")
+
+    @property
+    def has_replicate(self) -> bool:
+        return self.replicate or self.aa_rate > 0
 
 
 @dataclass(frozen=True)
@@ -153,10 +163,23 @@ class _Counter:
             (np.ones(keys.size, dtype=np.float32), (keys // width, np.arange(keys.size))),
             shape=(structure.membership.shape[0], keys.size),
         )
+        cases_per_pair = np.bincount(inverse, minlength=keys.size)
+        multi = np.flatnonzero(cases_per_pair >= 2)
+        self.multi = self.pairs[multi]
+        """(slice, cluster) pairs of more than one case × cases."""
+        self.multi_slice = (keys[multi] // width).astype(np.int64)
 
     def slices(self, per_case: np.ndarray) -> np.ndarray:
         """(runs × N) 0/1 → (runs × S) counts."""
         return np.rint(self.s.membership @ per_case.T.astype(np.float32)).T.astype(np.int64)
+
+    def grouped(self, control: np.ndarray, fails: np.ndarray) -> Clusters | None:
+        """(runs × N) control passes and failures → per multi-case (slice, cluster) pair, both counts."""
+        if self.multi_slice.size == 0:
+            return None
+        size = np.rint(self.multi @ control.T.astype(np.float32)).T.astype(np.int64)
+        failed = np.rint(self.multi @ fails.T.astype(np.float32)).T.astype(np.int64)
+        return Clusters(self.multi_slice, size, failed)
 
     def clusters(self, control: np.ndarray) -> np.ndarray:
         """(runs × N) control passes → (runs × S) clusters with at least one of them."""
@@ -178,18 +201,22 @@ def _draw(
     s = counter.s
     n_cases = s.n_cases
     control_rate, aa_rate = scenario.control_pass_rate, scenario.aa_rate
-    p = min(max(cfr, 0.0), 1.0)
+    rate = defect_rates(s, cfr, scenario.defects_in)
     schedule = looks(stratified_order(gated_strata(s), 0), policy)
     codes, generated = [], []
     for start in range(0, runs, CHUNK):
         r = min(CHUNK, runs - start)
         control = rng.random((r, n_cases)) < control_rate if control_rate < 1 else np.ones((r, n_cases), bool)
         if scenario.defects == "cluster":
-            hit = rng.random((r, int(s.defect_groups.max()) + 1)) < p
+            group_rate = np.zeros(int(s.defect_groups.max()) + 1)
+            np.maximum.at(group_rate, s.defect_groups, rate)
+            hit = rng.random((r, group_rate.size)) < group_rate
             fails = hit[:, s.defect_groups] & control
         else:
-            fails = (rng.random((r, n_cases)) < p) & control
-        replicate_fails = (rng.random((r, n_cases)) < aa_rate) & control if aa_rate > 0 else None
+            fails = (rng.random((r, n_cases)) < rate) & control
+        replicate_fails = None
+        if scenario.has_replicate:
+            replicate_fails = (rng.random((r, n_cases)) < aa_rate) & control
         final = np.full(r, -1, dtype=np.int64)
         stop = np.full(r, n_cases, dtype=np.int64)
         for look in schedule:
@@ -197,10 +224,18 @@ def _draw(
             live = np.flatnonzero(final < 0)  # runs still open: only they are counted and decided
             ctl = control[live] & seen
             n, k, g = counter.slices(ctl), counter.slices(fails[live] & seen), counter.clusters(ctl)
-            aa_fail = None if replicate_fails is None else counter.slices(replicate_fails[live] & seen)
-            arm = decide_arm(
-                SliceCounts(k, n, g, aa_fail, None if aa_fail is None else n), s.family, level
-            ).arm
+            cand = fails[live] & seen
+            aa = {}
+            if replicate_fails is not None:
+                rep = replicate_fails[live] & seen
+                aa = {
+                    "aa_failures": counter.slices(rep),
+                    "aa_passes": n,
+                    "aa_candidate_only": counter.slices(cand & ~rep),
+                    "aa_replicate_only": counter.slices(rep & ~cand),
+                }
+            counts = SliceCounts(k, n, g, grouped=counter.grouped(ctl, cand), **aa)
+            arm = decide_arm(counts, s.family, level, with_bounds=False).arm
             last = look.index == look.looks
             now = (arm == PASS) | (arm == FAIL) | last
             final[live[now]], stop[live[now]] = arm[now], n_seen
@@ -209,6 +244,19 @@ def _draw(
         codes.append(final)
         generated.append(stop)
     return np.concatenate(codes), np.concatenate(generated)
+
+
+def defect_rates(structure: Structure, cfr: float, defects_in: str | None) -> np.ndarray:
+    """Per case, its chance of a defect: the CFR everywhere, or with `defects_in` only in that slice, at
+    the rate that puts the same expected share of all cases there (capped at 1)."""
+    p = min(max(cfr, 0.0), 1.0)
+    if defects_in is None:
+        return np.full(structure.n_cases, p)
+    if defects_in not in structure.names:
+        raise BadInput(f"--defects-in {defects_in!r} is not a slice of this workload")
+    inside = structure.membership[structure.names.index(defects_in)].toarray().ravel() > 0
+    share = inside.sum() / max(structure.n_cases, 1)
+    return np.where(inside, min(1.0, p / share) if share > 0 else 0.0, 0.0)
 
 
 def _rates(cfr: float, codes: np.ndarray, generated: np.ndarray) -> Rates:

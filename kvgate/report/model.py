@@ -79,10 +79,16 @@ def policy_block(
         "signal_alpha": policy.signal_alpha,
         "aa_margin": policy.aa_margin,
         "cluster": cluster,
+        "defects": policy.defects,
+        "strata": list(policy.strata),
         "allow_unwinnable": policy.allow_unwinnable,
         "procedure": (
-            "weighted Holm over every slice that can reach α (gated family 1 − signal_alpha, signals "
-            "signal_alpha); PASS needs every gated slice's exact upper bound ≤ τ; signals flagged at BH q ≤ α"
+            "exact tails of each slice's failure count over its clusters (beta-binomial at the ICC the "
+            "policy's defects give; Berger–Boos where it is bounded from the run); weighted Holm over every "
+            "slice that can reach α (gated family — all, critical, named slices and every stratum value — "
+            "1 − signal_alpha, signals signal_alpha, a rejected slice's weight passed on); PASS needs every "
+            "gated slice's exact upper bound ≤ τ; a FAIL also needs the candidate worse than the A/A "
+            "replicate on the same control passes (paired exact test); signals flagged at BH q ≤ α"
         ),
         "unsafe": policy.unsafe,
         "unsafe_reason": unsafe_reason,

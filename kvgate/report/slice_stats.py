@@ -8,6 +8,7 @@ minimum detectable CFR and the control passes a PASS would need, and the decisio
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from kvgate.gate.decision import FAIL, NAMES
 from kvgate.gate.policy import Policy
 from kvgate.report.numbers import finite, ratio
 from kvgate.report.slices import CRITICAL, SliceGroup, is_gated
-from kvgate.stats.clusters import clusters_per_slice
+from kvgate.stats.clusters import clusters_per_slice, multi_case_clusters
 from kvgate.stats.paired import BOTH_PASS, CACHE_INDUCED, N_OUTCOMES, PairedCounts, grouped_counts
 from kvgate.stats.power import min_detectable, passes_needed
 from kvgate.stats.tests import mcnemar_pvalues
@@ -63,6 +64,18 @@ def _tallies(groups: list[SliceGroup], signals: CaseSignals) -> np.ndarray:
     )
 
 
+def _aa_table(tally: np.ndarray) -> dict[str, int]:
+    """The 2×2 table of the paired A/A test on the slice's control passes (candidate × replicate)."""
+    pass_, fail = 1 + BOTH_PASS, 1 + CACHE_INDUCED
+    agree, flip = 1, 2
+    return {
+        "both_pass": int(tally[pass_, agree].sum()),
+        "candidate_only_fails": int(tally[fail, agree].sum()),
+        "replicate_only_fails": int(tally[pass_, flip].sum()),
+        "both_fail": int(tally[fail, flip].sum()),
+    }
+
+
 def _critical_reason(reproducible: int, unconfirmed: int, critical_arm: str | None) -> str:
     parts = [f"{reproducible} reproducible"] if reproducible else []
     parts += [f"{unconfirmed} unconfirmed"] if unconfirmed else []
@@ -79,7 +92,10 @@ def slice_reason(why: int, row: dict[str, Any], policy: Policy) -> str:
     if why == proc.WHY_FAIL:
         return f"lower bound > τ; adjusted p {row['adjusted_p']:.2g} ≤ α {alpha}"
     if why == proc.WHY_NOT_ABOVE_AA:
-        return f"CFR above τ but not above the A/A replicate's (Fisher p {row['aa_p']:.2g} ≥ α {alpha})"
+        return (
+            f"CFR above τ but not above the A/A replicate's on the same control passes "
+            f"(paired exact p {row['aa_p']:.2g} ≥ α {alpha})"
+        )
     if why == proc.WHY_MARGIN:
         return f"CFR above τ but within aa_margin {policy.aa_margin:g} of the A/A replicate's"
     if why == proc.WHY_EMPTY:
@@ -111,8 +127,16 @@ def leaning_reason(row: dict[str, Any]) -> str:
     if cfr > tau:
         return f"CFR {_pct(cfr)} above τ {_pct(tau)}, bound not yet significant ({interval}); {settle}"
     needed = row["passes_needed"]
-    if needed and needed > 0 and not clustered:
-        settle += f": a PASS needs ≈{needed} control passes at this CFR"
+    if needed and needed > 0:
+        deff = row["design_effect"]
+        if clustered and deff > 1.5 and row["icc_upper"] is not None:  # the clusters bind: count them
+            per_cluster = n / max(g, 1)
+            settle += (
+                f": a PASS needs ≈{math.ceil(needed / max(per_cluster, 1.0))} distinct clusters at this CFR, "
+                f"has {g} (ICC ≤ {row['icc_upper']:.2g}, design effect {deff:.1f})"
+            )
+        else:
+            settle += f": a PASS needs ≈{needed} control passes at this CFR"
     side = "at" if cfr == tau else "below"
     return f"CFR {_pct(cfr)} {side} τ {_pct(tau)}, upper bound not yet under τ ({interval}); {settle}"
 
@@ -136,7 +160,6 @@ def slice_rows(
     outcome_counts = tallies.sum(axis=(2, 3))[:, 1:]
     rerun_counts = tallies.sum(axis=(1, 2))
     reproducible, flaky, unconfirmed = (rerun_counts[:, c] for c in (REPRODUCIBLE, FLAKY, UNCONFIRMED))
-    aa_counts = tallies.sum(axis=(1, 3))[:, 1:]
     passing = tallies[:, 1 + BOTH_PASS] + tallies[:, 1 + CACHE_INDUCED]  # (slice, A/A+1, re-run)
     aa_fail, aa_known = passing[:, 2].sum(axis=-1), passing[:, 1:].sum(axis=(1, 2))
     counts = [PairedCounts.from_outcome_counts(row) for row in outcome_counts]
@@ -144,21 +167,36 @@ def slice_rows(
     n = np.array([c.control_passes for c in counts], dtype=np.int64)
     control_pass = (signals.outcomes == BOTH_PASS) | (signals.outcomes == CACHE_INDUCED)
     g = np.concatenate([clusters_per_slice(gr.codes, gr.size, clusters, control_pass) for gr in groups])
+    offsets = np.cumsum([0, *(gr.size for gr in groups)])[:-1].tolist()
+    slice_of, size, failed = multi_case_clusters(
+        [gr.codes for gr in groups], offsets, clusters, control_pass, signals.outcomes == CACHE_INDUCED
+    )
+    grouped = proc.Clusters(slice_of, size, failed) if slice_of.size else None
     has_aa = bool((signals.aa >= 0).any())
+    # discordant pairs among control passes: candidate fails and the replicate agrees with the control
+    # (passes), or the candidate passes and the replicate flips (fails)
+    aa_b = tallies[:, 1 + CACHE_INDUCED, 1].sum(axis=-1)
+    aa_c = tallies[:, 1 + BOTH_PASS, 2].sum(axis=-1)
     gated = np.array([is_gated(name, policy) for name in names], dtype=bool)
     family = proc.Family(tau=np.array([policy.tau_for(name) for name in names]), gated=gated)
-    v = proc.decide_arm(
-        proc.SliceCounts(k, n, g, aa_fail if has_aa else None, aa_known if has_aa else None), family, policy
-    )
+    aa: dict[str, Any] = {}
+    if has_aa:
+        aa = {
+            "aa_failures": aa_fail,
+            "aa_passes": aa_known,
+            "aa_candidate_only": aa_b,
+            "aa_replicate_only": aa_c,
+        }
+    v = proc.decide_arm(proc.SliceCounts(k, n, g, grouped=grouped, **aa), family, policy)
     mcnemar = [finite(p) for p in mcnemar_pvalues(k, np.array([c.candidate_only_passes for c in counts]))]
+    deff = v.design_effect
     with np.errstate(invalid="ignore", divide="ignore"):
-        deff = np.where(g > 0, n / np.maximum(g, 1), 1.0)
         observed = np.where(n > 0, k / np.maximum(n, 1), 0.0)
     mde = min_detectable(n, v.n_eff, family.tau, v.level)
     needed = passes_needed(observed, family.tau, policy.confidence, deff, policy.min_control_passes)
     rows = []
     for i, (name, c) in enumerate(zip(names, counts, strict=True)):
-        aa_pairs = int(aa_counts[i].sum())
+        aa_pairs = int(aa_known[i])
         row: dict[str, Any] = {
             "arm": arm,
             "slice": name,
@@ -180,6 +218,8 @@ def slice_rows(
             "gated": bool(gated[i]),
             "clusters": int(g[i]),
             "design_effect": float(deff[i]),
+            "icc_upper": float(v.rho) if v.clustered[i] else None,
+            "n_eff": float(v.n_eff[i]),
             "exceed_p": finite(v.exceed_p[i]),
             "adjusted_p": finite(v.adjusted_p[i]),
             "alpha_share": float(v.level[i]),
@@ -191,8 +231,9 @@ def slice_rows(
             "passes_needed": int(needed[i]) if needed[i] >= 0 else None,
             "total_failure_rate": c.total_failure_rate,
             "aa_pairs": aa_pairs,
-            "aa_flips": int(aa_counts[i, 1]),
-            "aa_flip_rate": ratio(int(aa_counts[i, 1]), aa_pairs),
+            "aa_table": _aa_table(tallies[i]) if has_aa else None,
+            "aa_flips": int(aa_fail[i]),
+            "aa_flip_rate": ratio(int(aa_fail[i]), aa_pairs),
             "aa_cfr": ratio(int(aa_fail[i]), int(aa_known[i])) if has_aa else None,
             "reproducible_failures": int(reproducible[i]) if signals.reruns_known else None,
             "flaky_failures": int(flaky[i]) if signals.reruns_known else None,

@@ -90,8 +90,9 @@ def named_slice(cases: CaseTable, name: str) -> SliceGroup:
 
 
 def is_gated(name: str, policy: Policy) -> bool:
-    """Whether a slice is in the gated family: `all`, `critical`, or named by the policy (else: a signal)."""
-    return name in (ALL, CRITICAL) or name in policy.named_slices
+    """Whether a slice is in the gated family: `all`, `critical`, named by the policy, or a value of one of
+    its strata columns (`ctx_bucket=4k`); else it is a signal."""
+    return name in (ALL, CRITICAL) or name in policy.named_slices or policy.is_stratum(name)
 
 
 def cluster_ids(cases: CaseTable, policy: Policy) -> tuple[np.ndarray, str]:

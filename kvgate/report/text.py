@@ -93,7 +93,9 @@ def policy_line(report: dict[str, Any]) -> str:
     if p["aa_margin"]:
         parts.append(f"aa_margin={pct(p['aa_margin'])}")
     if p["cluster"] != "none":
-        parts.append(f"clusters: {p['cluster']}")
+        parts.append(f"clusters: {p['cluster']} (defects {p['defects']})")
+    if p["strata"]:
+        parts.append("strata: " + ", ".join(p["strata"]))
     if p["critical"]:
         parts.append("critical: " + ", ".join(p["critical"]))
     if p["slice_tau"]:

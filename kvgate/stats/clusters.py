@@ -47,3 +47,37 @@ def effective_counts(
     with np.errstate(invalid="ignore", divide="ignore"):
         k_eff = np.where(n > 0, k * g / np.maximum(n, 1.0), 0.0)
     return k_eff, g
+
+
+def multi_case_clusters(
+    slice_codes: list[np.ndarray],
+    offsets: list[int],
+    clusters: np.ndarray,
+    control: np.ndarray,
+    failed: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (slice, cluster) pairs with more than one case, over slice groups laid end to end.
+
+    slice_codes: per group, per case its slice within the group (−1: none); offsets: each group's first
+    slice index; clusters: per case its cluster code; control / failed: per case, whether the control
+    passes it and whether the candidate fails it too. Returns (slice_of, size, failures) per pair, size
+    and failures counted over the control's passes (gate.procedure.Clusters).
+    """
+    c = np.asarray(clusters, dtype=np.int64)
+    if singletons(c):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    width = int(c.max()) + 1
+    keys, ctl, bad = [], [], []
+    for codes, offset in zip(slice_codes, offsets, strict=True):
+        inside = np.asarray(codes) >= 0
+        keys.append((np.asarray(codes, dtype=np.int64)[inside] + offset) * width + c[inside])
+        ctl.append(np.asarray(control, dtype=np.int64)[inside])
+        bad.append((np.asarray(control, dtype=bool) & np.asarray(failed, dtype=bool))[inside])
+    key = np.concatenate(keys)
+    unique, inverse, cases = np.unique(key, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    size = np.bincount(inverse, weights=np.concatenate(ctl), minlength=unique.size).astype(np.int64)
+    fails = np.bincount(inverse, weights=np.concatenate(bad), minlength=unique.size).astype(np.int64)
+    multi = cases >= 2
+    return (unique[multi] // width).astype(np.int64), size[multi], fails[multi]

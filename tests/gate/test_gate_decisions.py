@@ -9,7 +9,7 @@ import pytest
 
 from kvgate.gate.decision import EXIT_CODES, FAIL, INCONCLUSIVE, PASS, combine
 from kvgate.gate.policy import Policy
-from kvgate.gate.procedure import Family, SliceCounts, decide_arm
+from kvgate.gate.procedure import NUISANCE_SHARE, Clusters, Family, SliceCounts, decide_arm
 from kvgate.stats.intervals import cp_lower, cp_upper
 
 POLICY = Policy(tau=0.05, confidence=0.95, min_control_passes=20)
@@ -90,11 +90,37 @@ def test_the_gated_family_shares_alpha_and_unreachable_slices_take_none() -> Non
 
 
 def test_clusters_widen_the_bound() -> None:
+    # 64 control passes in 16 clusters of 4 with no failure: nothing bounds the ICC, so the gate takes the
+    # worst case (ρ = 1, a defect fails whole clusters): P(no failure) = 0.95^16, and β of α is spent.
     family = Family(np.array([0.05]), np.array([True]))
     alone = decide_arm(SliceCounts(np.array([0]), np.array([64]), np.array([64])), family, POLICY)
-    grouped = decide_arm(SliceCounts(np.array([0]), np.array([64]), np.array([16])), family, POLICY)
+    sixteen = Clusters(np.zeros(16, dtype=np.int64), np.full(16, 4), np.zeros(16, dtype=np.int64))
+    grouped = decide_arm(
+        SliceCounts(np.array([0]), np.array([64]), np.array([16]), grouped=sixteen), family, POLICY
+    )
     assert alone.codes[0] == PASS and grouped.codes[0] == INCONCLUSIVE
-    assert grouped.upper[0] == pytest.approx(1 - 0.05 ** (1 / 16))
+    assert float(grouped.rho) == 1.0 and grouped.design_effect[0] == pytest.approx(4.0)
+    assert grouped.upper[0] == pytest.approx(1 - (0.05 * (1 - NUISANCE_SHARE)) ** (1 / 16), rel=1e-6)
+    per_case = decide_arm(
+        SliceCounts(np.array([0]), np.array([64]), np.array([16]), grouped=sixteen), family,
+        Policy(defects="per_case"),
+    )  # fmt: skip
+    assert per_case.codes[0] == PASS  # declared independent: the 64 cases count alone
+
+
+def test_failures_spread_over_clusters_bound_the_icc() -> None:
+    # 40 clusters of 5: one failure in each looks independent; 8 whole clusters look correlated.
+    family = Family(np.array([0.05]), np.array([True]))
+    spread = np.array([1] * 40)
+    whole = np.array([5] * 8 + [0] * 32)
+    for failed, low in ((spread, True), (whole, False)):
+        slots = Clusters(np.zeros(40, dtype=np.int64), np.full(40, 5), failed)
+        v = decide_arm(
+            SliceCounts(np.array([failed.sum()]), np.array([200]), np.array([40]), grouped=slots),
+            family,
+            POLICY,
+        )
+        assert (float(v.rho) < 0.3) == low and v.codes[0] == FAIL
 
 
 def test_combine_and_exit_codes() -> None:

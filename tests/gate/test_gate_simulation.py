@@ -75,10 +75,10 @@ def test_default_policy_error_rates_reproduced_independently(workloads: Workload
 def test_clustered_defects_are_covered_only_with_clusters(workloads: Workloads) -> None:
     cases = read_workload_cases(str(workloads["reuse"]))
     whole_groups = Scenario(defects="cluster")
-    naive = Policy(cluster="none")
+    naive = Policy(cluster="none", strata=())
     naive_op = operating(gate_structure(cases, naive), naive, runs=RUNS, seed=2, scenario=whole_groups)
     assert naive_op.false_accept > 0.3  # 16 groups of 4 counted as 64 independent cases: under-covers
-    policy = Policy()
+    policy = Policy(strata=())
     op = operating(gate_structure(cases, policy), policy, runs=RUNS, seed=2, scenario=whole_groups)
     assert op.false_accept <= policy.alpha and op.false_fail <= policy.alpha
 
@@ -105,7 +105,9 @@ def test_cli_simulate_workload_json_and_table(workloads: Workloads, tmp_path: Pa
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     point = data["points"][0]
-    assert data["policy"]["tau"] == 0.1 and point["cases"] == 150 and point["gated"] == 2
+    assert (
+        data["policy"]["tau"] == 0.1 and point["cases"] == 150 and point["gated"] == 5
+    )  # all, task=needle, 3 ctx buckets
     assert point["false_fail"]["rate"] == point["at_tau"]["fails"] <= 0.1
     assert point["power"]["rate"] == point["at_2tau"]["fails"] and point["power"]["mc_se"] > 0
     table = CliRunner().invoke(cli, ["simulate", "--n", "100", "--runs", "1000"])

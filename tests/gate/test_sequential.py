@@ -51,8 +51,8 @@ def test_order_is_a_permutation_that_spreads_every_stratum() -> None:
 @pytest.mark.slow
 def test_sequential_error_rates_and_price(workloads: Workloads) -> None:
     cases = read_workload_cases(str(workloads["ruler"]))
-    fixed = Policy()
-    sequential = Policy(sequential=True, look_every=50)
+    fixed = Policy(strata=())  # 150 cases: its 3 context buckets of 50 could never pass alone
+    sequential = Policy(sequential=True, look_every=50, strata=())
     structure = gate_structure(cases, fixed)
     seq = operating(structure, sequential, runs=10_000, seed=5)
     ref = operating(structure, fixed, runs=10_000, seed=5)
@@ -84,9 +84,11 @@ def test_sequential_run_generates_less_with_the_same_verdicts(workloads: Workloa
     matrix = tmp_path / "m.toml"
     matrix.write_text(MATRIX)
     policy = tmp_path / "p.toml"
-    policy.write_text("sequential = true\nlook_every = 25\n")
+    policy.write_text("sequential = true\nlook_every = 25\nstrata = []\n")
+    fixed_policy = tmp_path / "fixed.toml"
+    fixed_policy.write_text("strata = []\n")
     runs = {}
-    for name, args in (("fixed", []), ("sequential", ["--policy", str(policy)])):
+    for name, args in (("fixed", ["--policy", str(fixed_policy)]), ("sequential", ["--policy", str(policy)])):
         out = tmp_path / name
         result = CliRunner().invoke(
             cli, ["run", "--engine", "fake", "-w", str(workloads["ruler"]), "-m", str(matrix), "-o", str(out),
@@ -99,18 +101,21 @@ def test_sequential_run_generates_less_with_the_same_verdicts(workloads: Workloa
         (a["arm"], a["decision"]) for a in fixed["arms"]
     ]
     stops = {a["arm"]: a["sequential"] for a in seq["arms"]}
-    assert stops["fp8-e4m3"]["look"] == 1 and stops["fp8-e4m3"]["cases"] == 25
+    # 30% wrong answers against a replicate that never flips: the paired exact test needs b discordant
+    # pairs with 2^-b below look 1's α of 0.0014 (b ≥ 10), which 25 cases rarely give; look 2 does
+    assert stops["fp8-e4m3"]["look"] <= 2 and stops["fp8-e4m3"]["cases"] <= 50
     assert stops["streaming-50"]["cases"] < 150 and "PASS is final" in stops["streaming-50"]["why"]
     assert _rows(runs["sequential"]) <= 0.6 * _rows(runs["fixed"])
     table = CliRunner().invoke(cli, ["report", str(runs["sequential"])]).stdout
-    assert "sequential: stopped at 25 of 150 cases after look 1 of 6" in table
+    fp8 = stops["fp8-e4m3"]
+    assert f"sequential: stopped at {fp8['cases']} of 150 cases after look {fp8['look']} of 6" in table
 
 
 def test_kill_and_resume_stops_at_the_same_looks(workloads: Workloads, tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
     matrix.write_text(MATRIX + '[faults."*"]\nlatency_s = 0.01\n')
     policy = tmp_path / "p.toml"
-    policy.write_text("sequential = true\nlook_every = 25\n")
+    policy.write_text("sequential = true\nlook_every = 25\nstrata = []\n")
     args = [
         "run",
         "--engine",
@@ -146,7 +151,7 @@ def test_kill_and_resume_stops_at_the_same_looks(workloads: Workloads, tmp_path:
 
 def test_cli_simulate_sequential_compares_both_gates(workloads: Workloads, tmp_path: Path) -> None:
     policy = tmp_path / "p.toml"
-    policy.write_text("look_every = 50\n")
+    policy.write_text("look_every = 50\nstrata = []\n")
     args = [
         "simulate",
         "--policy",

@@ -61,6 +61,8 @@ rule = "upper_bound"
 min_control_passes = 10
 holm = false
 critical = ["task=passkey"]
+signal_alpha = 0.2
+strata = []
 [slice_tau]
 "ctx_bucket=1k" = 0.2
 """

@@ -90,8 +90,8 @@ def expected_slice(arm: str, name: str) -> dict[str, Any]:
     reproducible = sum(1 for i in cio if reruns.get(i, "none") is False)
     flaky = sum(1 for i in cio if reruns.get(i) is True)
     critical = arm in LOSSLESS or name in ("critical", "task=passkey")
-    aa = [i for i in members(name) if i not in CONTROL_ERRORS]
-    flips = sum(control_pass(i) != replicate_pass(i) for i in aa)
+    aa = [i for i in usable if control_pass(i)]  # the paired A/A test's control passes
+    flips = sum(not replicate_pass(i) for i in aa)
     return {
         "n_pairs": len(usable),
         "control_passes": n,
@@ -143,7 +143,13 @@ def test_the_all_slice_of_snapkv_written_out(report: dict[str, Any]) -> None:
     assert (s["n_pairs"], s["control_passes"], s["cache_induced_failures"]) == (48, 46, 5)
     assert (s["candidate_only_passes"], s["both_fail"], s["candidate_failures"]) == (1, 1, 6)
     assert s["cfr"] == 5 / 46 and s["total_failure_rate"] == 6 / 48
-    assert (s["aa_flips"], s["aa_pairs"]) == (2, 48)
+    assert (s["aa_flips"], s["aa_pairs"]) == (1, 46)  # of the 46 control passes the replicate loses case 10
+    assert s["aa_table"] == {
+        "both_pass": 40,
+        "candidate_only_fails": 5,
+        "replicate_only_fails": 1,
+        "both_fail": 0,
+    }
     assert s["mcnemar_p"] == pytest.approx(2 * 7 / 64)  # discordant 5 vs 1: 2·P(Bin(6, ½) ≤ 1) = 2·(1 + 6)/64
     assert s["decision"] == "inconclusive"
 
@@ -152,13 +158,13 @@ def test_decisions_of_the_fixed_run(report: dict[str, Any]) -> None:
     """The procedure (tests/gate checks it alone) on the fixed run: snapkv's 4 of 6 critical cases fail
     (exceedance p = P(Bin(6, 0.1) ≥ 4) = 0.00127; gated family of 4 slices that can reach α = 0.1, each
     weighted 0.8/4 beside 7 signals at 0.2/7, so p̃ = 0.00127·(0.8 + 0.2)/0.2 = 0.00635 ≤ 0.1), and the
-    replicate loses none of those 6 (Fisher p = P(X ≥ 4) = 15/495 ≈ 0.030 < α): a FAIL. The lossless arms'
+    replicate loses none of those 6 (paired exact p = P(Bin(4, ½) ≥ 4) = 1/16 < α): a FAIL. The lossless arms'
     critical slice of 6 cases can never pass τ = 10% at 90% (that needs 22), so they stay inconclusive."""
     snapkv = {s["slice"]: s for s in report["arms"][0]["slices"]}
     critical = snapkv["critical"]
     assert critical["exceed_p"] == pytest.approx(float(binom.sf(3, 6, 0.1)))
     assert critical["adjusted_p"] == pytest.approx(float(binom.sf(3, 6, 0.1)) / 0.2)
-    assert critical["aa_p"] == pytest.approx(15 / 495)
+    assert critical["aa_p"] == pytest.approx(1 / 16)
     assert critical["decision"] == "fail"
     assert critical["passes_needed"] is None and snapkv["all"]["decision"] == "inconclusive"
     offload = {s["slice"]: s for s in report["arms"][3]["slices"]}["critical"]
