@@ -128,14 +128,14 @@ def leaning_reason(row: dict[str, Any]) -> str:
         return f"CFR {_pct(cfr)} above τ {_pct(tau)}, bound not yet significant ({interval}); {settle}"
     needed = row["passes_needed"]
     if needed and needed > 0:
-        deff = row["design_effect"]
-        if clustered and deff > 1.5 and row["icc_upper"] is not None:  # the clusters bind: count them
+        deff, icc = row.get("design_effect", 1.0), row.get("icc_upper")
+        if clustered and icc is not None and deff > 1.5:  # the clusters bind: count them, not cases
             per_cluster = n / max(g, 1)
             settle += (
                 f": a PASS needs ≈{math.ceil(needed / max(per_cluster, 1.0))} distinct clusters at this CFR, "
-                f"has {g} (ICC ≤ {row['icc_upper']:.2g}, design effect {deff:.1f})"
+                f"has {g} (ICC ≤ {icc:.2g}, design effect {deff:.1f})"
             )
-        else:
+        elif not clustered or icc is not None:
             settle += f": a PASS needs ≈{needed} control passes at this CFR"
     side = "at" if cfr == tau else "below"
     return f"CFR {_pct(cfr)} {side} τ {_pct(tau)}, upper bound not yet under τ ({interval}); {settle}"

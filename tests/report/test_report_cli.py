@@ -112,7 +112,7 @@ def test_adjusted_figures_gates_by_weighted_holm_signals_by_bh(fixed_run: Path) 
     first = min(tested, key=lambda s: s["exceed_p"] / s["alpha_share"])
     assert first["adjusted_p"] == pytest.approx(min(1.0, first["exceed_p"] * alpha / first["alpha_share"]))
     table = invoke(str(fixed_run)).output
-    assert "adj p" in table and "signal_alpha=0.05" in table
+    assert "adj p" in table and "signal_alpha=0.2" in table
 
 
 def test_junit_has_one_case_per_arm_and_slice(fixed_run: Path) -> None:
