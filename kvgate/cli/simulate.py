@@ -40,8 +40,13 @@ MAX_CELLS = 2 * 10**9
     help="Each case's chance that the control passes it.",
 )  # fmt: skip
 @click.option(
-    "--aa-rate", type=float, default=0.0, show_default=True,
-    help="Each control pass's chance that the A/A replicate fails it (0: no replicate).",
+    "--aa-rate", type=float, default=None,
+    help="Each control pass's chance that the A/A replicate fails it (0: a replicate that never flips). "
+    "[default: no replicate]",
+)  # fmt: skip
+@click.option(
+    "--defects-in", "defects_in", default=None, metavar="SLICE",
+    help="Put every defect in this slice (e.g. ctx_bucket=4k), at the rate giving each point's overall CFR.",
 )  # fmt: skip
 @click.option(
     "--sequential", is_flag=True,
@@ -56,7 +61,8 @@ def simulate(
     seed: int,
     defects: str,
     control_pass_rate: float,
-    aa_rate: float,
+    aa_rate: float | None,
+    defects_in: str | None,
     sequential: bool,
     as_json: bool,
 ) -> None:
@@ -68,7 +74,7 @@ def simulate(
     gate = load_policy(policy)
     if not 1 <= runs <= MAX_RUNS:
         raise BadInput(f"--runs must be in [1, {MAX_RUNS}], got {runs}")
-    if not 0 < control_pass_rate <= 1 or not 0 <= aa_rate <= 1:
+    if not 0 < control_pass_rate <= 1 or (aa_rate is not None and not 0 <= aa_rate <= 1):
         raise BadInput("--control-pass-rate must be in (0, 1] and --aa-rate in [0, 1]")
     if workload is not None and ns:
         raise BadInput("give either -w WORKLOAD or --n, not both")
@@ -89,7 +95,16 @@ def simulate(
     for _, s in structures:
         if runs * s.n_cases > MAX_CELLS:
             raise BadInput(f"--runs × cases must be ≤ {MAX_CELLS:.0e}; got {runs} × {s.n_cases}")
-    scenario = Scenario(defects, control_pass_rate, aa_rate)
+    if defects_in is not None:
+        from kvgate.gate.policy import slice_terms
+
+        slice_terms(defects_in)
+        missing = [label for label, s in structures if defects_in not in s.names]
+        if missing:
+            raise BadInput(f"--defects-in {defects_in!r} is not a slice of {missing[0]}; give a slice it has")
+    scenario = Scenario(
+        defects, control_pass_rate, aa_rate or 0.0, replicate=aa_rate is not None, defects_in=defects_in
+    )
     rules = [("fixed-n", replace(gate, sequential=False)), ("sequential", replace(gate, sequential=True))]
     if not sequential:
         rules = [("sequential" if gate.sequential else "fixed-n", gate)]
@@ -129,6 +144,7 @@ def _json(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) ->
     return {
         "policy": {"tau": gate.tau, "confidence": gate.confidence, "rule": gate.rule,
                    "min_control_passes": gate.min_control_passes, "signal_alpha": gate.signal_alpha,
+                   "defects": gate.defects, "strata": list(gate.strata),
                    "sequential": gate.sequential, "look_every": gate.look_every,
                    "spending_power": gate.spending_power, "sha256": gate.sha256},
         "runs": runs,
@@ -147,9 +163,12 @@ def _table(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -
     console.print(
         f"gate τ={gate.tau:g} rule={gate.rule} confidence={gate.confidence:g} "
         f"min_control_passes={gate.min_control_passes} signal_alpha={gate.signal_alpha:g} "
+        f"defects={gate.defects} strata=[{', '.join(gate.strata)}] "
         f"look_every={gate.look_every} spending_power={gate.spending_power:g} · "
         f"{runs} simulated runs per point, seed {seed}, {scenario.defects} defects, "
-        f"control pass rate {scenario.control_pass_rate:g}, A/A rate {scenario.aa_rate:g}"
+        f"control pass rate {scenario.control_pass_rate:g}, "
+        + (f"A/A rate {scenario.aa_rate:g}" if scenario.has_replicate else "no A/A replicate")
+        + (f", every defect in {scenario.defects_in}" if scenario.defects_in else "")
     )
     table = Table(box=box.SIMPLE_HEAD)
     for header in ("structure", "rule", "cases", "slices (gated)", "false accept @τ", "false fail @τ",

@@ -12,7 +12,9 @@
     strata = ["ctx_bucket"]    # every value of these columns is gated: a PASS needs each to pass
     allow_unwinnable = false   # let a critical slice too small to ever pass through the pre-run check
     expected_control_pass_rate = 0.6  # the pre-run check counts cases × this (default: every case)
-    sequential = false         # look every `look_every` cases and stop an arm once its verdict is final
+    sequential = false         # look every `look_every` cases and stop an arm once its verdict is final:
+                               # true (or "looks") spends α over the looks; "anytime" decides on
+                               # e-processes, valid however often it looks
     look_every = 100           # cases per look (gate.sequential)
     spending_power = 2.0       # α spent by look j: α·(t_j^ρ − t_{j−1}^ρ), t = share of cases seen
     [slice_tau]
@@ -83,6 +85,8 @@ class Policy:
     cluster: str = "prefix_group"
     allow_unwinnable: bool = False
     sequential: bool = False
+    anytime: bool = False
+    """With `sequential`: decide each look on anytime-valid e-values (stats.eprocess), not spent α."""
     look_every: int = 100
     spending_power: float = 2.0
     expected_control_pass_rate: float | None = None
@@ -102,7 +106,7 @@ class Policy:
         mcp = self.min_control_passes
         if not isinstance(mcp, int) or isinstance(mcp, bool) or mcp < 1:
             raise BadInput(f"policy min_control_passes must be an integer ≥ 1, got {mcp!r}")
-        for name in ("holm", "allow_unwinnable", "sequential"):
+        for name in ("holm", "allow_unwinnable", "sequential", "anytime"):
             flag = getattr(self, name)
             if not isinstance(flag, bool):
                 raise BadInput(f"policy {name} must be true or false, got {flag!r}")
@@ -120,6 +124,8 @@ class Policy:
             raise BadInput(f"policy expected_control_pass_rate must be in (0, 1], got {rate!r}")
         if not isinstance(self.cluster, str) or not _COLUMN.match(self.cluster):
             raise BadInput(f"policy cluster must be 'prefix_group', 'none' or a column, got {self.cluster!r}")
+        if self.anytime and not self.sequential:
+            raise BadInput("policy anytime needs sequential = true")
         if self.defects not in DEFECTS:
             raise BadInput(f"policy defects must be one of {', '.join(DEFECTS)}, got {self.defects!r}")
         for column in self.strata:
@@ -172,6 +178,11 @@ def parse_policy(text: str, where: str) -> Policy:
     }  # fmt: skip
     check_keys(data, allowed, where)
     critical = data.get("critical", [])
+    sequential = data.get("sequential", False)
+    if sequential == "looks":
+        sequential = True
+    if sequential not in (True, False, "anytime"):
+        raise BadInput(f'{where}: sequential must be true, false, "looks" or "anytime", got {sequential!r}')
     strata = data.get("strata", list(DEFAULT_STRATA))
     if not isinstance(strata, list):
         raise BadInput(f"{where}: strata must be a list of slice column names")
@@ -193,7 +204,8 @@ def parse_policy(text: str, where: str) -> Policy:
             aa_margin=data.get("aa_margin", 0.0),
             cluster=data.get("cluster", "prefix_group"),
             allow_unwinnable=data.get("allow_unwinnable", False),
-            sequential=data.get("sequential", False),
+            sequential=sequential is not False,
+            anytime=sequential == "anytime",
             look_every=data.get("look_every", 100),
             spending_power=data.get("spending_power", 2.0),
             expected_control_pass_rate=data.get("expected_control_pass_rate"),

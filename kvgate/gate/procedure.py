@@ -29,9 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import bdtr, bdtrc
 
+from kvgate.errors import BadInput
 from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
 from kvgate.gate.policy import Policy
 from kvgate.stats.cluster_null import bounds, design_effect, grouped_tails, icc_upper
+from kvgate.stats.eprocess import e_values
 from kvgate.stats.intervals import cp_bounds
 from kvgate.stats.multiplicity import benjamini_hochberg, weighted_holm
 from kvgate.stats.tests import exceed_pvalue
@@ -161,6 +163,8 @@ def slice_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy, all_index:
     cluster, or the run's own upper bound plus its error β, the Berger–Boos correction)."""
     k = np.asarray(counts.failures, dtype=np.int64)
     n = np.asarray(counts.control_passes, dtype=np.int64)
+    if policy.anytime:
+        return _anytime_tails(counts, tau, policy)
     exceed = exceed_pvalue(k, n, tau)
     below = np.where(k >= n, 1.0, bdtr(k, np.maximum(n, 1), tau))
     smallest = np.asarray(tau, dtype=float) ** n
@@ -205,6 +209,27 @@ def slice_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy, all_index:
         nuisance,
         clustered,
     )
+
+
+def _anytime_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy) -> Tails:
+    """1/E of the mixture e-processes (stats.eprocess) as anytime-valid p-values. They assume independent
+    cases: a slice with a multi-case cluster needs `defects = "per_case"` (or `cluster = "none"`)."""
+    k = np.asarray(counts.failures, dtype=np.int64)
+    n = np.asarray(counts.control_passes, dtype=np.int64)
+    grouped = counts.grouped
+    if grouped is not None and policy.defects != "per_case" and (np.asarray(grouped.size) >= 2).any():
+        raise BadInput(
+            'sequential = "anytime" needs independent cases, and this workload has multi-case clusters: '
+            'set cluster = "none" or defects = "per_case" in the policy, or use sequential = true (looks)'
+        )
+    e_fail, e_pass = e_values(k, n, tau)
+    top, _ = e_values(n, n, tau)
+    zeros = np.zeros(k.shape)
+    with np.errstate(divide="ignore"):
+        return Tails(
+            np.minimum(1.0, 1.0 / e_fail), np.minimum(1.0, 1.0 / e_pass), np.minimum(1.0, 1.0 / top),
+            np.zeros(k.shape[:-1]), zeros, zeros.astype(bool),
+        )  # fmt: skip
 
 
 def paired_aa_pvalue(candidate_only: np.ndarray, replicate_only: np.ndarray) -> np.ndarray:

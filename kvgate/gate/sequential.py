@@ -3,7 +3,9 @@
 With `sequential = true` the policy declares a look after every `look_every` cases (the last look at the
 workload's end), K looks in all. Look j sees the first n_j cases of a seeded order and decides the arm by
 `gate.procedure` at level α_j = α·(t_j^ρ − t_{j−1}^ρ), t_j = n_j/N and ρ = `spending_power` (a power
-spending function, Lan & DeMets 1983; ρ = 3 spends little early). A PASS or FAIL at a look is final and
+spending function, Lan & DeMets 1983; ρ = 3 spends little early). With `sequential = "anytime"` every look
+is at the full α and decides on mixture e-processes instead (stats.eprocess; gate.procedure), whose
+errors stay ≤ α by Ville's inequality however many looks there are. A PASS or FAIL at a look is final and
 the arm stops generating; the last look decides whatever it finds. Each error of the arm is a union over
 looks of errors at level α_j, so it stays ≤ Σ α_j = α under any correlation between looks (conservative:
 the looks are correlated, and the price is some power at the last look, which `kvgate simulate
@@ -84,7 +86,10 @@ def looks(order: np.ndarray, policy: Policy) -> list[Look]:
     if not policy.sequential:
         return [Look(1, n, n, 1, policy.alpha, np.ones(n, dtype=bool), policy)]
     ends = look_ends(n, policy.look_every)
-    alphas = spent_alpha(policy.alpha, ends, policy.spending_power)
+    if policy.anytime:  # e-processes: every look at the full α, valid however many there are
+        alphas = np.full(ends.size, policy.alpha)
+    else:
+        alphas = spent_alpha(policy.alpha, ends, policy.spending_power)
     out = []
     for j, (end, a) in enumerate(zip(ends, alphas, strict=True)):
         seen = np.zeros(n, dtype=bool)

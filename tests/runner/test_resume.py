@@ -21,7 +21,7 @@ control = "full"
 candidates = ["streaming-50", "fp8-e4m3"]
 aa_replicate = true
 [faults.fp8-e4m3]
-wrong_answer_rate = 0.2
+wrong_answer_rate = 0.5
 """
 
 
@@ -64,7 +64,7 @@ CHANGES: list[tuple[str, Any, str]] = [
     ("workload", lambda kv, tmp: ["-w", _other_workload(kv, tmp)], "workload sha256 ("),
     ("engine", lambda kv, tmp: ["--engine", "hf"], "engine (engine: fake → hf)"),
     ("model", lambda kv, tmp: ["--model", _local_model(tmp)], "model (name: smollm2-135m →"),
-    ("arm", lambda kv, tmp: ["-m", _changed_matrix(tmp, "0.2", "0.3")], "arm 'fp8-e4m3' (faults:"),
+    ("arm", lambda kv, tmp: ["-m", _changed_matrix(tmp, "0.5", "0.6")], "arm 'fp8-e4m3' (faults:"),
     (
         "treatment",
         lambda kv, tmp: [
