@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gate_workloads import Workloads
+from helpers.gate_workloads import Workloads
 
 from kvgate.gate.decision import FAIL, PASS
 from kvgate.gate.policy import Policy
