@@ -142,7 +142,7 @@ def real_run(folder: Path, n_cases: int, reps: int) -> dict[str, Any]:
     """`vllm serve` of the embedded model (launched as the server engine launches the control's)."""
     from kvgate.engines.server.flags import server_flags
     from kvgate.engines.server.launch import HOST, LaunchedServer, fill_template
-    from kvgate.engines.vllm_args import arm_args
+    from kvgate.engines.vllm.args import arm_args
     from kvgate.workload.hf_tokenizer import HFPromptTokenizer
 
     engine = ServerEngine(resolve_model("smollm2-135m"))

