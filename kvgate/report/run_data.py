@@ -32,6 +32,7 @@ from kvgate.rundir.store import (
     RESULT_SCHEMA,
     part_paths,
 )
+from kvgate.workload.decoded_size import read_bounded
 from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
 
 CERTIFICATE_SCORES = (
@@ -147,7 +148,7 @@ def read_case_columns(parquet: pq.ParquetFile, meta: dict[str, Any], path: str) 
         *(c for c in slice_columns if c != "task"), "task",
     ]  # fmt: skip
     try:
-        return parquet.read(columns=list(dict.fromkeys(columns)))
+        return read_bounded(Path(path), list(dict.fromkeys(columns)))  # memory bounded by the file's size
     except (OSError, pa.ArrowException, KeyError) as exc:
         raise BadInput(f"workload {path} lacks a column: {str(exc).splitlines()[0]}") from None
 
@@ -170,7 +171,11 @@ def case_table(table: pa.Table, slice_columns: tuple[str, ...]) -> CaseTable:
 
 
 def read_workload_cases(path: str) -> CaseTable:
-    """Every case of a frozen workload, as the report would slice them (for `kvgate simulate`)."""
+    """Every case of a frozen workload, as the report would slice them (for `kvgate simulate`); the
+    workload is verified first as `kvgate run` verifies it (its rows against its content sha256)."""
+    from kvgate.workload.schema import read_workload
+
+    read_workload(Path(path))
     parquet, meta = open_workload(path)
     table = read_case_columns(parquet, meta, path)
     if table["case_id"].null_count:

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from kvgate.errors import BadInput
 from kvgate.workload.case import SOURCE_ID, Case
 from kvgate.workload.checks import check_cases, check_meta
+from kvgate.workload.decoded_size import read_bounded
 
 SCHEMA_VERSION = 1
 MAX_VOCAB = 1 << 22
@@ -261,8 +262,12 @@ def read_workload(path: Path) -> Workload:
     """Read and verify a workload; any defect is a one-line BadInput naming the file."""
     parquet, meta = open_workload(path)
     slice_columns = tuple(meta["slice_columns"])
+    if parquet.metadata.num_rows != meta["n_cases"]:  # before anything is read
+        raise BadInput(
+            f"workload {path} has {parquet.metadata.num_rows} rows; its metadata says {meta['n_cases']}"
+        )
     try:
-        table = parquet.read(columns=_stored_columns(parquet, slice_columns))
+        table = read_bounded(path, _stored_columns(parquet, slice_columns))
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
     if table.num_rows != meta["n_cases"]:

@@ -298,3 +298,63 @@ def test_a_run_of_too_many_generations_is_refused(n_cases: int, aa: bool, refuse
             check_run_size(matrix, n_cases)
     else:
         check_run_size(matrix, n_cases)  # 2 × 5,000,000: at the bound, allowed
+
+
+def _bomb(source: Path, target: Path, kind: str) -> None:
+    """A small file that decodes to far more than its size allows: one row's token ids 20M zeros
+    (run-length encoded), or every row's messages one 100 KB string behind a dictionary index."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(source)
+    meta = table.schema.metadata
+    if kind == "token ids":
+        n = table.num_rows
+        offsets = pa.array([0, 20_000_000] + [20_000_000] * (n - 1), pa.int32())
+        ids = pa.ListArray.from_arrays(offsets, pa.array(np.zeros(20_000_000, dtype=np.int32)))
+        table = table.set_column(table.schema.get_field_index("prompt_token_ids"), "prompt_token_ids", ids)
+    else:
+        rows = 2_000
+        table = table.take(pa.array([i % table.num_rows for i in range(rows)]))
+        text = pa.DictionaryArray.from_arrays(pa.array([0] * rows, pa.int32()), pa.array(["m" * 100_000]))
+        table = table.set_column(table.schema.get_field_index("messages"), "messages", text)
+        import json
+
+        declared = json.loads(meta[b"kvgate.workload"]) | {"n_cases": rows}
+        meta = {**meta, b"kvgate.workload": json.dumps(declared).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), target, compression="zstd")
+
+
+@pytest.mark.parametrize("kind", ["token ids", "text"])
+@pytest.mark.parametrize("command", ["freeze --check", "run -w", "simulate -w"])
+def test_a_workload_that_decodes_beyond_its_size_is_refused_before_it_is_built(
+    tmp_path: Path, smoke_workload: Path, kind: str, command: str
+) -> None:
+    """A 14 KB workload once decoded to 1.2 GB (peak 1.6–1.8 GiB) before it was refused."""
+    bomb = tmp_path / "bomb.parquet"
+    _bomb(smoke_workload, bomb, kind)
+    assert bomb.stat().st_size < 1 << 20
+    args = {
+        "freeze --check": ["freeze", "--check", str(bomb)],
+        "run -w": ["run", "--engine", "fake", "-w", str(bomb), "-o", str(tmp_path / "runs")],
+        "simulate -w": ["simulate", "-w", str(bomb), "--runs", "10"],
+    }[command]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output[-300:]
+    assert "would take more memory than its size allows" in result.stderr, result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_simulate_verifies_the_workload_as_run_does(tmp_path: Path, smoke_workload: Path) -> None:
+    """`simulate -w` once simulated a workload `freeze --check` refuses (rows edited after freezing)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(smoke_workload)
+    column = table.schema.get_field_index("critical")
+    table = table.set_column(column, "critical", pa.array([True] * table.num_rows))
+    pq.write_table(table, tmp_path / "edited.parquet")
+    for args in (["freeze", "--check"], ["simulate", "--runs", "10", "-w"]):
+        result = CliRunner().invoke(cli, [*args, str(tmp_path / "edited.parquet")])
+        assert result.exit_code == 2 and "do not match its content sha256" in result.stderr, result.output
