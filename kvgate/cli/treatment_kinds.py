@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
-from kvgate.treatments.spec import CERTIFICATE_KEYS, CONVENTIONS, FP8_DTYPES, SCALES, TREATMENT_TYPES
+from kvgate.treatments.spec import (
+    CERTIFICATE_KEYS,
+    CONVENTIONS,
+    GGML_KV_TYPES,
+    KV_DTYPES,
+    SCALES,
+    TREATMENT_TYPES,
+)
 
 EVICTION_METHODS: dict[str, tuple[tuple[str, ...], str]] = {
     "streaming": (
@@ -30,7 +37,8 @@ COMMON_EVICTION = ("ratio", "scope", "during_decoding", "convention")
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("eviction", "scope"): ("prompt", "context"),
     ("eviction", "convention"): CONVENTIONS,
-    ("quantize", "dtype"): FP8_DTYPES,
+    ("quantize", "dtype"): KV_DTYPES,
+    ("quantize", "dtype_v"): GGML_KV_TYPES,
     ("quantize", "scale"): SCALES,
     ("offload", "tier"): ("host", "disk"),
     ("reuse", "mode"): ("prefix", "span"),

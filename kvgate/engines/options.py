@@ -34,6 +34,15 @@ OWN_OPTIONS: dict[str, tuple[str, ...]] = {
         "block_size",
         "offload_gib",
     ),
+    "llamacpp": (
+        "threads",
+        "n_ctx",
+        "n_batch",
+        "flash_attn",
+        "n_gpu_layers",
+        "reuse_cache_bytes",
+        "timeout_s",
+    ),
     "fake": ("timeout_s",),
 }
 TAKES_VLLM_ARGS = ("vllm", "server")

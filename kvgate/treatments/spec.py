@@ -14,7 +14,12 @@ from typing import Any, ClassVar
 KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 EVICTION_METHOD_NAMES = ("streaming", "snapkv", "h2o", "knorm", "tova", "random")
 FP8_DTYPES = ("fp8_e4m3", "fp8_e5m2")
-SCALES = ("tensor", "head", "token")
+GGML_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+"""llama.cpp's KV cache types (its `--cache-type-k` / `--cache-type-v` names): floats, and GGML's block
+formats, each storing 32 values with their own scale (q8_0: 8-bit; q4_0, q5_0: 4 and 5 bits, symmetric;
+q4_1, q5_1: with an offset; iq4_nl: 4-bit indices into a non-linear table)."""
+KV_DTYPES = (*FP8_DTYPES, *GGML_KV_TYPES)
+SCALES = ("tensor", "head", "token", "block")
 CERTIFICATE_KEYS = ("certificate", "certificate_share", "certificate_floor", "certificate_confidence")
 CONVENTIONS = ("kvgate", "kvpress")
 """How an eviction counts and ranks what it keeps. kvgate: n − round(ratio·n) entries, ties to later
@@ -51,6 +56,13 @@ class Full(Treatment):
     """The full-cache control: nothing removed, quantised, moved or reused."""
 
     kind: ClassVar[str] = "full"
+
+
+def kept_entries(n: int, ratio: float, convention: str = "kvgate") -> int:
+    """Entries kept of n when a share `ratio` is removed (at least one is always kept): n − round(ratio·n),
+    or int(n·(1 − ratio)) under the kvpress convention."""
+    kept = int(n * (1 - ratio)) if convention == "kvpress" else n - round(ratio * n)
+    return max(1, kept)
 
 
 @dataclass(frozen=True)
@@ -107,17 +119,46 @@ class Eviction(Treatment):
 
 @dataclass(frozen=True)
 class Quantize(Treatment):
-    """Store K and V as FP8 with per-tensor, per-head or per-token scales; dequantise on read."""
+    """Store K and V as FP8 with per-tensor, per-head or per-token scales, or in a llama.cpp cache type.
+
+    FP8 (`fp8_e4m3`, `fp8_e5m2`) takes `scale` tensor, head or token. A GGML type (GGML_KV_TYPES) carries
+    its scales in its own 32-value blocks: its scale is "block" (the default "tensor" is read as that).
+    `dtype_v`: V's type when it differs from K's (`dtype`), as llama.cpp's `--cache-type-v`; GGML types.
+    """
 
     dtype: str = "fp8_e4m3"
     scale: str = "tensor"
+    dtype_v: str | None = None
     kind: ClassVar[str] = "quantize"
 
     def __post_init__(self) -> None:
-        if self.dtype not in FP8_DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(FP8_DTYPES)}, got {self.dtype!r}")
+        if self.dtype not in KV_DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(KV_DTYPES)}, got {self.dtype!r}")
         if self.scale not in SCALES:
             raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {self.scale!r}")
+        ggml = self.dtype in GGML_KV_TYPES
+        if ggml and self.scale == "tensor":
+            object.__setattr__(self, "scale", "block")
+        elif ggml and self.scale != "block":
+            raise ValueError(f"{self.dtype} stores a scale per 32-value block; scale {self.scale!r} is FP8's")
+        elif not ggml and self.scale == "block":
+            raise ValueError(f"scale 'block' belongs to the GGML types, not {self.dtype}")
+        if self.dtype_v is not None and not (ggml and self.dtype_v in GGML_KV_TYPES):
+            raise ValueError(
+                f"dtype_v is V's llama.cpp cache type beside a GGML dtype: one of {', '.join(GGML_KV_TYPES)}"
+                f" with dtype one of them, got dtype {self.dtype!r}, dtype_v {self.dtype_v!r}"
+            )
+
+    @property
+    def value_dtype(self) -> str:
+        """V's type: `dtype_v` when given, else K's."""
+        return self.dtype_v or self.dtype
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.dtype_v is None:  # unset: the spec (and its fingerprint) reads as it did before the key
+            del data["dtype_v"]
+        return data
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec, model_folder
-from kvgate.treatments.spec import Eviction, Offload, Reuse, Treatment
+from kvgate.treatments.spec import GGML_KV_TYPES, Eviction, Offload, Quantize, Reuse, Treatment
 from kvgate.workload.case import Case
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -116,6 +116,8 @@ class HFEngine:
         for part in parts:
             if part.kind not in SUPPORTED_KINDS:
                 return f"the hf engine does not apply {part.kind} treatments"
+            if isinstance(part, Quantize) and part.dtype in GGML_KV_TYPES:
+                return f"the hf engine simulates FP8 KV only; {part.dtype} is llama.cpp's: --engine llamacpp"
         if len(parts) > 1 and any(isinstance(p, Eviction) and p.certificate for p in parts):
             return "the attention-error certificate applies to an eviction arm alone, not in a composite"
         if any(isinstance(p, Eviction) and p.certificate and p.scope == "context" for p in parts):

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from kvgate.treatments.spec import Offload, Quantize, Reuse, Treatment
+from kvgate.treatments.spec import GGML_KV_TYPES, Offload, Quantize, Reuse, Treatment
 
 ARM_KEYS = frozenset({"kv_cache_dtype", "enable_prefix_caching", "kv_offloading_size", "kv_transfer_config"})
 """Engine arguments that only a treatment sets: they are what makes an arm differ from the control."""
@@ -145,6 +145,8 @@ def _part_refusal(part: Treatment, platform: VLLMPlatform) -> str | None:
             return f"vLLM says: {platform.offload_refusal}"
         if part.tier == "disk" and "kv_transfer_config" not in part.engine_args:
             return "vLLM's native offload keeps KV in host memory; a disk tier needs a kv_transfer_config"
+    if isinstance(part, Quantize) and part.dtype in GGML_KV_TYPES:
+        return f"vLLM's KV cache dtypes do not include {part.dtype}, a llama.cpp type: --engine llamacpp"
     if isinstance(part, Quantize) and part.scale != "tensor":
         return f"vLLM scales FP8 KV per layer (one k_scale, one v_scale), not per {part.scale}"
     return None

@@ -13,6 +13,7 @@ from typing import Protocol
 import torch
 
 from kvgate.registry import Registry
+from kvgate.treatments.spec import kept_entries
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,9 @@ EVICTION_METHODS: Registry[type] = Registry("eviction method")
 
 
 def n_keep(n: int, ratio: float, convention: str = "kvgate") -> int:
-    """Entries kept of n when a share `ratio` is removed (at least one is always kept): n − round(ratio·n),
-    or int(n·(1 − ratio)) under the kvpress convention."""
-    kept = int(n * (1 - ratio)) if convention == "kvpress" else n - round(ratio * n)
-    return max(1, kept)
+    """Entries kept of n when a share `ratio` is removed (`treatments.spec.kept_entries`, which engines
+    without torch share)."""
+    return kept_entries(n, ratio, convention)
 
 
 def keep_indices(scores: torch.Tensor, keep: int, convention: str = "kvgate") -> torch.Tensor:
