@@ -4,7 +4,7 @@
 # caching. The offload arm gets a small GPU KV budget (num_gpu_blocks_override) and its GPU prefix cache is
 # reset between its warm-up and measured passes, so every cached token it reports was loaded back from
 # host memory. Prints kvgate's report and a per-arm summary: passes, outputs identical to the control,
-# first divergence, cached tokens.
+# first divergence, cached tokens. Then the hf engine's batched speed-up on CUDA (bench/batched_hf.py).
 #
 #   bench/gpu_check.sh                          # 8 smoke cases
 #   LIMIT=24 bench/gpu_check.sh                 # all 24
@@ -113,6 +113,17 @@ for arm, replicate in arms:
         f"{min(cached):>8}/{statistics.mean(cached):<8.0f}{errors:>8}"
     )
 PY
+
+# The hf engine on CUDA: 8 equal-length cases one at a time against one batch (and the preallocated KV cache
+# against transformers' concatenating one), side by side, the same tokens required on every side.
+echo "== hf engine on CUDA: batched against one at a time"
+set +e
+"$PY" "$ROOT/bench/batched_hf.py" --device cuda --reps 3 --no-write
+BATCHED=$?
+set -e
+if [[ "$BATCHED" -ne 0 ]]; then
+  echo "gpu_check: bench/batched_hf.py exited $BATCHED (outputs differ, or it failed)" >&2
+fi
 
 case "$STATUS" in
   0 | 1 | 3) echo "== gpu_check: every arm ran with counters matching its arm (gate exit $STATUS)"; exit 0 ;;

@@ -42,7 +42,11 @@ class EvictHook:
         for index, layer in enumerate(cache.layers):
             n = layer.keys.shape[2]
             layer_queries = queries[index] if queries is not None else layer.keys[:, :0]
-            scores = self.method.scores(ScoringInputs(layer.keys, layer.values, layer_queries, index))
+            rows = [  # row by row: a batch scores each case as it would be scored alone
+                ScoringInputs(layer.keys[r : r + 1], layer.values[r : r + 1], layer_queries[r : r + 1], index)
+                for r in range(layer.keys.shape[0])
+            ]
+            scores = torch.cat([self.method.scores(row) for row in rows])
             kept = keep_indices(scores, n_keep(n, self.method.ratio, self.convention), self.convention)
             if self.certificate is not None:
                 self.certificate.record_eviction(index, layer.keys, layer.values, kept, layer_queries)
@@ -58,8 +62,9 @@ class QuantizeHook:
     """Store K and V as FP8: quantise the whole cache after prefill, then each appended entry.
 
     Tensor and head scales are fixed at prefill (as a static KV scale is) and appended entries saturate
-    to them; token scales are computed per entry. `quantized` counts the cache positions it quantised
-    (every layer's K and V at each), the arm's proof that FP8 was applied.
+    to them; token scales are computed per entry. In a batch each row (case) gets its own scales, as it
+    would alone: the scales are [B, ·, ·, ·], one row per case. `quantized` counts the cache positions it
+    quantised (every layer's K and V at each, every row alike), the arm's proof that FP8 was applied.
     """
 
     treatment: Quantize
@@ -71,12 +76,14 @@ class QuantizeHook:
 
         self.quantized += int(cache.layers[0].keys.shape[2])
         for index, layer in enumerate(cache.layers):
-            layer.keys, self.scales[index, "k"] = fake_quantize(
-                layer.keys, self.treatment.dtype, self.treatment.scale
-            )
-            layer.values, self.scales[index, "v"] = fake_quantize(
-                layer.values, self.treatment.dtype, self.treatment.scale
-            )
+            for name in ("keys", "values"):
+                tensor = getattr(layer, name)
+                rows = [
+                    fake_quantize(tensor[r : r + 1], self.treatment.dtype, self.treatment.scale)
+                    for r in range(tensor.shape[0])
+                ]
+                setattr(layer, name, torch.cat([q for q, _ in rows]))
+                self.scales[index, name[0]] = torch.cat([scale for _, scale in rows])
 
     def after_append(self, cache: Any, n_new: int) -> None:
         from kvgate.engines.hf.fp8 import fake_quantize
@@ -104,6 +111,21 @@ def build_hooks(treatment: Treatment) -> list[CacheHook]:
         elif isinstance(part, Quantize):
             hooks.append(QuantizeHook(part))
     return hooks
+
+
+def query_window(treatment: Treatment, certificate_window: int | None = None) -> int | None:
+    """How many of the prompt's last queries to capture: the most any query-aware method reads (its
+    `query_window`) or the certificate reads (its window); None: all of them (H2O sums over every query)."""
+    from kvgate.engines.hf.eviction.methods import make_method
+
+    windows = [certificate_window] if certificate_window is not None else []
+    for part in treatment.parts():
+        if isinstance(part, Eviction) and part.method not in QUERY_FREE_METHODS:
+            window = getattr(make_method(part), "query_window", None)
+            if window is None:
+                return None
+            windows.append(int(window))
+    return max(windows) if windows else None
 
 
 def needs_queries(treatment: Treatment) -> bool:

@@ -29,7 +29,15 @@ import torch
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_timeout
-from kvgate.engines.hf.cache_hooks import CacheHook, EvictHook, QuantizeHook, build_hooks, needs_queries
+from kvgate.engines.hf.batching import length_batches
+from kvgate.engines.hf.cache_hooks import (
+    CacheHook,
+    EvictHook,
+    QuantizeHook,
+    build_hooks,
+    needs_queries,
+    query_window,
+)
 from kvgate.engines.hf.certificate.observer import CertificateSettings, DecodeCertificate
 from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
@@ -196,13 +204,38 @@ class HFSession:
                     self.tier = HostTier()
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
-        out = []
-        for case in cases:
+        """Each case's generation, in order. Cases of equal prompt length run as one batch of up to
+        `batch_size` (`batching`) where the arm allows it, else one at a time in the order given (reuse
+        depends on it); a batch that fails fails each of its cases."""
+        out: list[Generation | None] = [None] * len(cases)
+        size = self.setup.batch_size if self._batchable() else 1
+        batches = (
+            length_batches(cases, size, self._span_or_none) if size > 1 else [[i] for i in range(len(cases))]
+        )
+        for batch in batches:
+            chosen = [cases[i] for i in batch]
             try:
-                out.append(self._one(case))
+                generations = self._batch(chosen)
             except (RuntimeError, ValueError, OSError) as exc:
-                out.append(Generation.failed(case, f"{type(exc).__name__}: {exc}"))
-        return out
+                generations = [Generation.failed(c, f"{type(exc).__name__}: {exc}") for c in chosen]
+            for i, generation in zip(batch, generations, strict=True):
+                out[i] = generation
+        return [g for g in out if g is not None]
+
+    def _batchable(self) -> bool:
+        """Whether cases may share a batch: not with reuse (each case reuses what it finds), a
+        certificate (one per case) or a per-case time limit; eviction and quantisation are per row."""
+        if self.reuser is not None or self.engine.timeout_s is not None:
+            return False
+        return not any(isinstance(p, Eviction) and p.certificate for p in self.setup.treatment.parts())
+
+    def _span_or_none(self, case: Case) -> int:
+        """The span compressed before the question (−1 when the case lacks what it needs: it then fails
+        in its own group)."""
+        try:
+            return _compressed_span(self.setup.treatment, case, len(case.prompt_token_ids or ()))
+        except ValueError:
+            return -1
 
     def close(self) -> None:
         self.engine.prefix_cache.drop_namespace(self.setup.namespace)
@@ -211,18 +244,20 @@ class HFSession:
             shutil.rmtree(self.directory, ignore_errors=True)
 
     @torch.inference_mode()
-    def _one(self, case: Case) -> Generation:
-        from transformers import DynamicCache
-
-        if case.prompt_token_ids is None:
+    def _batch(self, cases: Sequence[Case]) -> list[Generation]:
+        """Cases of one prompt length, span and max_new_tokens, generated together: ids [B, n] prefilled
+        at once, then [B, 1] decode steps until every row has ended (a row that ended is still fed, its
+        further tokens dropped). TTFT and latency are the batch's."""
+        if any(case.prompt_token_ids is None for case in cases):
             raise ValueError("case has no prompt_token_ids: freeze the workload with --model")
+        case = cases[0]
         model, treatment = self.engine.model, self.setup.treatment
         hooks = build_hooks(treatment)
-        certificate = self._certificate(case, hooks)
-        ids = torch.tensor([case.prompt_token_ids], device=self.engine.device)
-        n = ids.shape[1]
+        certificate = self._certificate(case, hooks) if len(cases) == 1 else None
+        ids = torch.tensor([c.prompt_token_ids for c in cases], device=self.engine.device)
+        b, n = ids.shape
         span = _compressed_span(treatment, case, n)
-        cache: Any = DynamicCache(config=model.config)
+        cache = self._cache(n + case.max_new_tokens, certified=certificate is not None)
         start = time.perf_counter()
 
         certified = certificate is not None
@@ -241,57 +276,84 @@ class HFSession:
         if logits is None:
             raise RuntimeError("prefill produced no logits")
 
-        tokens: list[int] = []
-        logprobs: list[float] = []
+        tokens: list[list[int]] = [[] for _ in cases]
+        logprobs: list[list[float]] = [[] for _ in cases]
+        running = [True] * b
+        # Per row: decode steps it was still generating in, the entries it appends alone (a row that
+        # ended is fed on with the others; those entries are not its own).
+        fed = [0] * b
+        quantizing = any(isinstance(h, QuantizeHook) for h in hooks)
+        quantized = sum(h.quantized for h in hooks if isinstance(h, QuantizeHook))
         ttft = 0.0
         observing = certificate.observing(model, cache) if certificate else contextlib.nullcontext()
         with observing:
             for step in range(case.max_new_tokens):
-                logp = torch.log_softmax(logits[0, -1].float(), dim=-1)
-                token = int(torch.argmax(logp))
+                logp = torch.log_softmax(logits[:, -1].float(), dim=-1)
+                chosen = torch.argmax(logp, dim=-1)
+                picked = logp.gather(1, chosen.unsqueeze(1)).squeeze(1).tolist()
                 if step == 0:
                     ttft = time.perf_counter() - start
-                if token in self.engine.eos_ids:
-                    break
-                tokens.append(token)
-                logprobs.append(float(logp[token]))
-                if step + 1 == case.max_new_tokens:
+                for row, token in enumerate(chosen.tolist()):
+                    if running[row] and token in self.engine.eos_ids:
+                        running[row] = False
+                    elif running[row]:
+                        tokens[row].append(token)
+                        logprobs[row].append(picked[row])
+                if not any(running) or step + 1 == case.max_new_tokens:
                     break
                 limit = self.engine.timeout_s
                 if limit is not None and time.perf_counter() - start > limit:
-                    return Generation.timeout(case, limit, time.perf_counter() - start)
-                logits = forward_at(model, torch.tensor([[token]], device=ids.device), cache, n + step)
+                    return [Generation.timeout(c, limit, time.perf_counter() - start) for c in cases]
+                fed = [f + r for f, r in zip(fed, running, strict=True)]
+                logits = forward_at(model, chosen.unsqueeze(1), cache, n + step)
                 _appended(hooks, cache, 1)
         latency = time.perf_counter() - start
         summary = certificate.summary() if certificate else None
         self.last_certificate = certificate
-        text = self.engine.tokenizer.decode(tokens, skip_special_tokens=True)
-        return Generation(
-            output_text=text,
-            output_token_ids=tuple(tokens),
-            n_prompt_tokens=n,
-            n_cached_tokens=n_cached,
-            n_kv_entries_kept=kept,
-            ttft_s=ttft,
-            latency_s=latency,
-            mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
-            min_logprob=min(logprobs) if logprobs else None,
-            certificate_bound_max=summary.bound_max if summary else None,
-            certificate_bound_mean=summary.bound_mean if summary else None,
-            certificate_estimate_mean=summary.estimate_mean if summary else None,
-            certificate_relative_bound_mean=summary.relative_bound_mean if summary else None,
-            certificate_relative_estimate_mean=summary.relative_estimate_mean if summary else None,
-            certificate_cap_share=summary.cap_share if summary else None,
-            **evidence,
-            n_kv_quantized=sum(h.quantized for h in hooks if isinstance(h, QuantizeHook)),
-        )
+        decode = self.engine.tokenizer.decode
+        return [
+            Generation(
+                output_text=decode(row_tokens, skip_special_tokens=True),
+                output_token_ids=tuple(row_tokens),
+                n_prompt_tokens=n,
+                n_cached_tokens=n_cached,
+                n_kv_entries_kept=kept,
+                ttft_s=ttft,
+                latency_s=latency,
+                mean_logprob=sum(row_logprobs) / len(row_logprobs) if row_logprobs else None,
+                min_logprob=min(row_logprobs) if row_logprobs else None,
+                certificate_bound_max=summary.bound_max if summary else None,
+                certificate_bound_mean=summary.bound_mean if summary else None,
+                certificate_estimate_mean=summary.estimate_mean if summary else None,
+                certificate_relative_bound_mean=summary.relative_bound_mean if summary else None,
+                certificate_relative_estimate_mean=summary.relative_estimate_mean if summary else None,
+                certificate_cap_share=summary.cap_share if summary else None,
+                **evidence,
+                n_kv_quantized=quantized + row_fed if quantizing else 0,
+            )
+            for row_tokens, row_logprobs, row_fed in zip(tokens, logprobs, fed, strict=True)
+        ]
+
+    def _cache(self, capacity: int, certified: bool) -> Any:
+        """A preallocated cache for `capacity` positions (`preallocated_cache`: no copy per step); a
+        dynamic one where tensors taken from the cache must outlive later writes to it (the prefix
+        cache and span store keep cached KV, the certificate keeps evicted entries)."""
+        from transformers import DynamicCache
+
+        from kvgate.engines.hf.preallocated_cache import preallocated_cache
+
+        if self.reuser is not None or certified:
+            return DynamicCache(config=self.engine.model.config)
+        return preallocated_cache(self.engine.model.config, capacity)
 
     def _evidence(self, cache: Any, hooks: list[CacheHook], n_cached: int) -> dict[str, Any]:
         """The treatment's trace in the cache once the prompt is in it (report.proof): its KV bytes as
         stored (FP8 elements count one byte; the tensors hold them dequantised), the element type, the
-        spans a span reuse placed, and no tier traffic yet (the offload round trip counts its own)."""
+        spans a span reuse placed, and no tier traffic yet (the offload round trip counts its own). Per
+        case: a batch's bytes are shared evenly by its rows, which hold the same number of entries."""
         quantize = next((h.treatment for h in hooks if isinstance(h, QuantizeHook)), None)
-        elements = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+        rows = int(cache.layers[0].keys.shape[0])
+        elements = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers) // rows
         size = 1 if quantize is not None else cache.layers[0].keys.element_size()
         return {
             "kv_bytes": elements * size,
@@ -332,8 +394,8 @@ class HFSession:
         if hooked and (needs_queries(self.setup.treatment) or certified):
             from kvgate.engines.hf.capture import capture_queries
 
-            full = needs_queries(self.setup.treatment)
-            capture = capture_queries(self.engine.model, None if full else _certificate_window(self.setup))
+            window = _certificate_window(self.setup) if certified else None
+            capture = capture_queries(self.engine.model, query_window(self.setup.treatment, window))
         with capture as queries:
             logits = forward_at(self.engine.model, ids[:, :until], cache, 0)
         return logits, 0, queries

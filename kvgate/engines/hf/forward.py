@@ -8,9 +8,9 @@ import torch
 
 
 def forward_at(model: Any, ids: torch.Tensor, cache: Any, first_position: int) -> torch.Tensor:
-    """Run ids [1, m] at true positions first_position…first_position+m-1 against `cache`, appending their KV.
+    """Run ids [B, m] at true positions first_position…first_position+m-1 against `cache`, appending their KV.
 
-    Returns the last position's logits [1, 1, vocab]. The attention mask follows the cache's length, so
+    Returns the last position's logits [B, 1, vocab]. The attention mask follows the cache's length, so
     a cache shortened by eviction still decodes at the original next position.
     """
     positions = torch.arange(first_position, first_position + ids.shape[1], device=ids.device).unsqueeze(0)
@@ -18,6 +18,6 @@ def forward_at(model: Any, ids: torch.Tensor, cache: Any, first_position: int) -
         input_ids=ids, past_key_values=cache, position_ids=positions, use_cache=True, logits_to_keep=1
     )
     logits: torch.Tensor = out.logits
-    if not torch.isfinite(logits[0, -1]).all():
+    if not torch.isfinite(logits[:, -1]).all():
         raise RuntimeError("non-finite logits")
     return logits

@@ -8,6 +8,7 @@ from naive_attention import pool, received
 
 from kvgate.engines.hf.eviction.base import ScoringInputs, gather_kept, keep_indices, n_keep
 from kvgate.engines.hf.eviction.snapkv import SnapKV
+from kvgate.engines.hf.eviction.tova import TOVA
 
 
 def inputs(keys: torch.Tensor, queries: torch.Tensor) -> ScoringInputs:
@@ -93,3 +94,27 @@ def test_short_prompt_keeps_the_most_recent() -> None:
 def test_bad_hyper_parameters(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         SnapKV(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("method", [SnapKV(ratio=0.5, window=3), TOVA(ratio=0.5)], ids=["snapkv", "tova"])
+def test_the_window_queries_alone_score_as_all_queries(method: SnapKV | TOVA) -> None:
+    """Capturing only the last `query_window` queries (what the engine does) changes no score."""
+    torch.manual_seed(1)
+    keys, queries = torch.randn(2, 2, 12, 8), torch.randn(2, 4, 12, 8)
+    every = method.scores(inputs(keys, queries))
+    window = method.scores(inputs(keys, queries[:, :, -method.query_window :]))
+    assert torch.equal(window, every)
+    with pytest.raises(ValueError, match="needs the queries"):
+        SnapKV(ratio=0.5, window=3).scores(inputs(keys, queries[:, :, -2:]))
+
+
+def test_the_engine_captures_the_most_any_part_reads() -> None:
+    from kvgate.engines.hf.cache_hooks import query_window
+    from kvgate.treatments.spec import Composite, Eviction, Quantize
+
+    snapkv = Eviction("s", method="snapkv", window=16)
+    assert query_window(snapkv) == 16
+    assert query_window(snapkv, certificate_window=32) == 32
+    assert query_window(Eviction("t", method="tova")) == 1
+    assert query_window(Composite("c", of=(snapkv, Quantize("q")))) == 16
+    assert query_window(Eviction("h", method="h2o")) is None  # H2O sums over every query

@@ -20,9 +20,10 @@ from kvgate.treatments.spec import kept_entries
 class ScoringInputs:
     """What one layer offers a scorer after prefill.
 
-    keys, values: [B, Hkv, n, D] as cached (keys rotated). queries: [B, Hq, n, D] rotated queries of the
-    same n positions (the prefill's own queries; methods that look at attention take what they need,
-    e.g. SnapKV its last window). layer: the layer index, for methods that vary by depth.
+    keys, values: [B, Hkv, n, D] as cached (keys rotated). queries: [B, Hq, m, D] rotated queries of the
+    span's last m positions (the prefill's own queries): all n, or only the last `query_window` of a
+    method that declares one (SnapKV its window, TOVA the last query), which are all it reads. layer:
+    the layer index, for methods that vary by depth.
     """
 
     keys: torch.Tensor

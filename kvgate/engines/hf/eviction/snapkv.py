@@ -31,6 +31,11 @@ class SnapKV:
     kernel_size: int = 5
     pooling: str = "avg"
 
+    @property
+    def query_window(self) -> int:
+        """The prompt queries it reads: the last `window` (capture only those, `capture_queries`)."""
+        return self.window
+
     def __post_init__(self) -> None:
         check_ratio(self.ratio)
         if self.window < 1:
@@ -43,7 +48,10 @@ class SnapKV:
     def scores(self, inputs: ScoringInputs) -> torch.Tensor:
         n = inputs.n
         w = min(self.window, n)
-        probs = grouped_attention(inputs.queries[:, :, n - w :], inputs.keys, first=n - w)
+        queries = inputs.queries[:, :, -w:]  # the window's queries: all n captured, or only these
+        if queries.shape[2] != w:
+            raise ValueError(f"SnapKV needs the queries of the last {w} positions, got {queries.shape[2]}")
+        probs = grouped_attention(queries, inputs.keys, first=n - w)
         score = probs.mean(dim=(2, 3))
         prefix = score[..., : n - w]
         if prefix.shape[-1] > 0 and self.kernel_size > 1:

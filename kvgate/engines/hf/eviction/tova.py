@@ -24,13 +24,15 @@ class TOVA:
     """
 
     ratio: float = 0.5
+    query_window: int = 1
+    """The prompt queries it reads: the last one."""
 
     def __post_init__(self) -> None:
         check_ratio(self.ratio)
 
     def scores(self, inputs: ScoringInputs) -> torch.Tensor:
         n = inputs.n
-        probs = grouped_attention(inputs.queries[:, :, n - 1 :], inputs.keys, first=n - 1)
+        probs = grouped_attention(inputs.queries[:, :, -1:], inputs.keys, first=n - 1)
         return protect_recent(probs.mean(dim=(2, 3)), 1)
 
 
