@@ -59,11 +59,11 @@ def _arm(arm: dict[str, Any], markup: Any) -> dict[str, Any]:
         "slices": [
             {
                 "name": s["slice"],
-                "marks": text.slice_marks(s),
-                "cells": text.slice_cells(s)[1:-1],
+                "marks": text.slice_marks(s, arm["lossless"]),
+                "cells": text.slice_cells(s, arm["lossless"])[1:-1],
                 "decision": s["decision"],
             }
-            for s in arm["slices"]
+            for s in text.shown_slices(arm)
         ],
         "details": text.arm_details(arm),
     }

@@ -78,16 +78,18 @@ def slice_table(arm: dict[str, Any], level: int = 0) -> list[str]:
     if shape is None:
         return [f"{len(arm['slices'])} slices: in --format json or html (too many for one comment)", ""]
     columns, notable_only = shape
-    slices = [s for s in arm["slices"] if not notable_only or notable(s)]
+    shown = text.shown_slices(arm)
+    slices = [s for s in shown if not notable_only or notable(s)]
     rows = []
     terse = len(columns) <= 4
     for s in slices:
-        cells = text.slice_cells(s)
+        cells = text.slice_cells(s, arm["lossless"])
         mark = text.DECISION_MARK[s["decision"]]
         cells[-1] = mark if terse else f"{mark} {s['decision']}"
-        cells[0] = f"{s['slice'] if terse else '`' + s['slice'] + '`'} {text.slice_marks(s)}".rstrip()
+        name = s["slice"] if terse else f"`{s['slice']}`"
+        cells[0] = f"{name} {text.slice_marks(s, arm['lossless'])}".rstrip()
         rows.append([cells[i] for i in columns])
-    left = len(arm["slices"]) - len(slices)
+    left = len(shown) - len(slices)
     summary = f"{len(rows)} slices" + (
         f" (gates, failing and standing out; {left} more in --format json)" if left else ""
     )

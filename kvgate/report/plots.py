@@ -12,6 +12,7 @@ from itertools import pairwise
 from typing import Any
 
 from kvgate.errors import BadInput
+from kvgate.report.text import shown_slices
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "error": "#8e24aa"}
 SERIES = ["#1565c0", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#37474f"]
@@ -55,7 +56,7 @@ def cfr_by_slice(arm: dict[str, Any]) -> str:
     """Per slice: CFR (dot) to its one-sided upper bound (bar), τ (tick), coloured by decision."""
     import matplotlib
 
-    slices = arm["slices"]
+    slices = shown_slices(arm)  # as the table below it
     with matplotlib.rc_context(RC):
         fig = _figure(7.5, 0.8 + 0.28 * len(slices))
         ax = fig.add_subplot()
@@ -133,6 +134,7 @@ def cfr_by_context(report: dict[str, Any]) -> str | None:
 def divergence(report: dict[str, Any]) -> str | None:
     """Histograms of the first output token where each arm leaves the control, by candidate verdict."""
     import matplotlib
+    from matplotlib.ticker import MaxNLocator
 
     arms = [a for a in report["arms"] if a["divergence"]["diverged"]]
     if not arms:
@@ -144,21 +146,34 @@ def divergence(report: dict[str, Any]) -> str | None:
             d = arm["divergence"]
             edges = d["bin_edges"]
             left, widths = edges[:-1], [b - a for a, b in pairwise(edges)]
+            single = all(w == 1 for w in widths)  # one bar per token index, centred on it
+            where, bar_widths, align = (left, 0.8, "center") if single else (left, widths, "edge")
             ax.bar(
-                left, d["failed"], width=widths, align="edge", color=COLOURS["fail"], label="candidate failed"
+                where,
+                d["failed"],
+                width=bar_widths,
+                align=align,
+                color=COLOURS["fail"],
+                label="candidate failed",
             )
             ax.bar(
-                left,
+                where,
                 d["passed"],
-                width=widths,
-                align="edge",
+                width=bar_widths,
+                align=align,
                 bottom=d["failed"],
                 color="#90a4ae",
                 label="still passed",
             )
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # token indices: never fractional ticks
+            counts = [f + p for f, p in zip(d["failed"], d["passed"], strict=True)]
+            at = [edges[i] for i, c in enumerate(counts) if c]
+            only = f", all at token {at[0]}" if len(at) == 1 and single else ""
             ax.set_title(
-                f"{arm['arm']}: {d['diverged']}/{d['n_pairs']} outputs diverge", fontsize=9, loc="left"
+                f"{arm['arm']}: {d['diverged']}/{d['n_pairs']} outputs diverge{only}", fontsize=9, loc="left"
             )
+            if single and len(left) < 3:  # room on both sides, so one bar is not the whole axis
+                ax.set_xlim(-1.5, len(left) + 0.5)
             ax.set_ylabel("pairs")
             ax.grid(axis="y", alpha=0.3)
         axes[0].legend(fontsize=8, frameon=False)

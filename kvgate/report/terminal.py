@@ -41,8 +41,8 @@ def _table(arm: dict[str, Any], columns: list[int]) -> Table:
             table.add_column(header, overflow="fold")
         else:
             table.add_column(header, justify="left" if i == last else "right", no_wrap=True)
-    for s in arm["slices"]:
-        cells: list[Any] = text.slice_cells(s)
+    for s in text.shown_slices(arm):
+        cells: list[Any] = text.slice_cells(s, arm["lossless"])
         cells[-1] = decision_text(s["decision"])
         table.add_row(*(cells[i] for i in columns))
     return table
@@ -52,7 +52,7 @@ def fitted_columns(arm: dict[str, Any], width: int) -> list[int]:
     """The SLICE_COLUMNS that fit in `width` cells, most important first, in table order.
 
     A table's width is its columns' widest cells plus two cells between columns and two at the edges."""
-    rows = [text.slice_cells(s) for s in arm["slices"]]
+    rows = [text.slice_cells(s, arm["lossless"]) for s in text.shown_slices(arm)]
     widths = [max(cell_len(h), *(cell_len(r[i]) for r in rows)) for i, h in enumerate(text.SLICE_COLUMNS)]
     chosen = [0, len(text.SLICE_COLUMNS) - 1]
     used = widths[0] + widths[-1] + 2 + 2

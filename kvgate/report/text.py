@@ -42,8 +42,11 @@ def pval(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
 
-def slice_marks(s: dict[str, Any]) -> str:
-    return ("★" if s["gated"] else "") + ("⚑" if s["critical"] else "") + ("↑" if s.get("flagged") else "")
+def slice_marks(s: dict[str, Any], lossless: bool = False) -> str:
+    """★ gated, ⚑ critical (the workload's or the policy's; in a lossless arm, whose every slice is
+    critical by its rule, only the `critical` slice itself: the arm's title says the rest), ↑ stands out."""
+    critical = s["critical"] and (not lossless or s["slice"] == "critical")
+    return ("★" if s["gated"] else "") + ("⚑" if critical else "") + ("↑" if s.get("flagged") else "")
 
 
 def adjusted(s: dict[str, Any]) -> str:
@@ -51,15 +54,15 @@ def adjusted(s: dict[str, Any]) -> str:
     return pval(s["adjusted_p"] if s["role"] == "gate" else s["q_value"])
 
 
-def slice_label(s: dict[str, Any]) -> str:
-    marks = slice_marks(s)
+def slice_label(s: dict[str, Any], lossless: bool = False) -> str:
+    marks = slice_marks(s, lossless)
     return f"{s['slice']} {marks}" if marks else s["slice"]
 
 
-def slice_cells(s: dict[str, Any]) -> list[str]:
+def slice_cells(s: dict[str, Any], lossless: bool = False) -> list[str]:
     """The cells of one slice row, in SLICE_COLUMNS order, decision last (uncoloured)."""
     return [
-        slice_label(s),
+        slice_label(s, lossless),
         f"{s['cache_induced_failures']}/{s['control_passes']}",
         pct(s["cfr"]),
         pct(s["cfr_upper"]),
@@ -166,10 +169,39 @@ def sequential_line(arm: dict[str, Any]) -> str:
     )
 
 
+def single_valued(arm: dict[str, Any]) -> list[str]:
+    """The arm's slices `column=value` whose column has that one value in every case (`turns=1` of a
+    single-turn trace): each is the whole run again, as is every slice nested with it."""
+    everything = headline_slice(arm)
+    by_column: dict[str, list[dict[str, Any]]] = {}
+    for s in arm["slices"]:
+        if "/" not in s["slice"] and "=" in s["slice"]:
+            by_column.setdefault(s["slice"].split("=", 1)[0], []).append(s)
+    return [
+        found[0]["slice"]
+        for found in by_column.values()
+        if len(found) == 1 and everything is not None and found[0]["n_pairs"] == everything["n_pairs"]
+    ]
+
+
+def shown_slices(arm: dict[str, Any]) -> list[dict[str, Any]]:
+    """The slices a table shows: all but the repeats of a single-valued column (`single_valued`) and
+    the slices nested with one (each repeats another's rows exactly), unless gated. JSON keeps every
+    slice."""
+    repeats = set(single_valued(arm))
+    return [s for s in arm["slices"] if s["gated"] or not repeats & set(s["slice"].split("/"))]
+
+
 def arm_details(arm: dict[str, Any]) -> list[str]:
     """Short lines under an arm's table: the gated family, errors, re-runs, confidence, divergence,
     attribution."""
     lines = [family_line(arm)]
+    repeats = single_valued(arm)
+    if repeats:
+        lines.append(
+            f"not in the table: {', '.join(repeats)} and the slices nested with them "
+            "(every case has that value, so each repeats another row)"
+        )
     if arm.get("sequential"):
         lines.append(sequential_line(arm))
     if arm["engine_errors"] or arm["missing_pairs"]:

@@ -38,3 +38,13 @@ def test_each_arm_gets_its_own_panel_in_the_context_plot(report: dict[str, Any])
     assert svg is not None
     panels = len(re.findall(r'<g id="axes_\d+">', svg))
     assert panels == len(report["arms"]) == 5  # one per arm; the sixth cell of the 2 × 3 grid is not drawn
+
+
+def test_divergences_all_at_token_0_get_an_integer_axis_and_say_so(report: dict[str, Any]) -> None:
+    at_zero = copy.deepcopy(report)
+    at_zero["arms"] = at_zero["arms"][:1]
+    at_zero["arms"][0]["divergence"] |= {"diverged": 5, "bin_edges": [0, 1], "failed": [4], "passed": [1]}
+    svg = plots.divergence(at_zero)
+    assert svg is not None and "5/" in svg and "all at token 0" in svg
+    ticks = re.findall(r"<!-- (-?\d+(?:\.\d+)?) -->", svg)  # matplotlib names each tick label's text
+    assert ticks and all("." not in t for t in ticks), ticks

@@ -234,3 +234,32 @@ def test_kv_bytes_per_token_against_the_control() -> None:
     }
     line = gains_lines(arm)[0]
     assert "KV bytes 50.0% (engine-counted)" in line
+
+
+def test_critical_and_lossless_have_distinct_marks(report: dict[str, Any]) -> None:
+    table = terminal(report, 160)
+    snapkv = table[table.index("snapkv-50 (eviction") : table.index("fp8-e4m3 (quantize)")]
+    offload = table[table.index("offload-host (offload)") : table.index("prefix-reuse (")]
+    assert " critical ★⚑ " in snapkv and " critical ★⚑ " in offload  # the workload's critical slice
+    assert "task=needle ⚑" not in offload and " task=needle " in offload  # not every slice of a lossless arm
+    assert "lossless: any candidate-only failure is a defect" in offload
+
+
+def test_a_single_valued_column_is_not_repeated_in_the_tables(report: dict[str, Any]) -> None:
+    single = copy.deepcopy(report)
+    arm = single["arms"][0]
+    everything = next(s for s in arm["slices"] if s["slice"] == "all")
+    arm["slices"] += [
+        everything | {"slice": "turns=1", "role": "signal", "gated": False},
+        everything | {"slice": "task=needle/turns=1", "role": "signal", "gated": False},
+    ]
+    for shown in (terminal(single, 200), render(single, "md"), render(single, "html")):
+        assert "turns=1" not in shown.replace("not in the table: turns=1", "")
+        assert "not in the table: turns=1 and the slices nested with them" in shown
+    assert text.single_valued(arm) == ["turns=1"] and text.single_valued(report["arms"][0]) == []
+
+
+def test_html_tables_scroll_inside_themselves_on_a_narrow_screen(report: dict[str, Any]) -> None:
+    html = render(report, "html")
+    assert html.count("<table") == html.count('<div class="scroll"><table') > 0
+    assert ".scroll { overflow-x: auto;" in html
