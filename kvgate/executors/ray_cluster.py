@@ -13,7 +13,7 @@ import socket
 from types import ModuleType
 from typing import Any
 
-from kvgate.errors import BadInput
+from kvgate.errors import BadInput, EngineFailure
 
 INSTALL_HINT = "pip install 'kvgate[ray]'"
 CONNECT_TIMEOUT_S = 10.0
@@ -64,6 +64,12 @@ class Cluster:
             where = f"at {address}" if address else "(RAY_ADDRESS, or a new one on this machine)"
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise BadInput(f"cannot reach the Ray cluster {where}: {first}") from None
+        except Exception as exc:  # Ray failed to start here (its temp folder, its processes): exit 4
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise EngineFailure(
+                f"Ray did not start: {type(exc).__name__}: {first}; check RAY_TMPDIR and the machine's "
+                "free memory and disk, or join a running cluster with --ray-address"
+            ) from None
         self.owned = True
 
     @property

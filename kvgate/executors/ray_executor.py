@@ -30,6 +30,9 @@ from kvgate.runner.control_check import refuse_unwinnable_on_control
 from kvgate.runner.passes import ArmRun, candidate_only_failures, first_passes, rerun_pass
 from kvgate.treatments.spec import Treatment
 
+MAX_WORKERS = 1024
+"""Most engines `--ray-workers` may ask for at once (more is a typo, not a cluster)."""
+
 
 class RayEngine:
     """The run's engine as the driver sees it: every answer comes from a worker on the cluster."""
@@ -79,8 +82,8 @@ class RayExecutor:
         cases_per_unit: int | None = None,
         max_tries: int = MAX_TRIES,
     ) -> None:
-        if workers is not None and workers < 1:
-            raise BadInput(f"--ray-workers must be ≥ 1, got {workers}")
+        if workers is not None and not 1 <= workers <= MAX_WORKERS:
+            raise BadInput(f"--ray-workers must be in [1, {MAX_WORKERS}], got {workers}")
         self.address = address
         self.workers = workers
         self.cases_per_unit = cases_per_unit

@@ -358,3 +358,27 @@ def test_simulate_verifies_the_workload_as_run_does(tmp_path: Path, smoke_worklo
     for args in (["freeze", "--check"], ["simulate", "--runs", "10", "-w"]):
         result = CliRunner().invoke(cli, [*args, str(tmp_path / "edited.parquet")])
         assert result.exit_code == 2 and "do not match its content sha256" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("workers", ["0", "1025", "1000000000"])
+def test_absurd_ray_workers_are_refused_before_a_cluster_starts(
+    tmp_path: Path, smoke_workload: Path, workers: str
+) -> None:
+    """`--ray-workers 1000000000` once started a cluster; it is now refused naming the bound."""
+    args = ["-w", str(smoke_workload), "--executor", "ray", "--ray-workers", workers]
+    code, output = run(args, tmp_path / "runs")
+    assert code == 2 and f"--ray-workers must be in [1, 1024], got {workers}" in output, output
+
+
+def test_a_ray_that_cannot_start_is_an_engine_error_with_its_reason(
+    tmp_path: Path, smoke_workload: Path
+) -> None:
+    """A Ray start that fails on this machine (here: its temp folder cannot be made) was exit 70."""
+    pytest.importorskip("ray")
+    argv = [sys.executable, "-c", "from kvgate.cli import main; main()", "run", "--engine", "fake"]
+    argv += ["-w", str(smoke_workload), "--executor", "ray", "-o", str(tmp_path / "runs"), "--quiet"]
+    env = {**os.environ, "RAY_TMPDIR": "/proc/no-such-folder"}
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 4, done.stderr[-300:]
+    assert "kvgate: error: Ray did not start: FileNotFoundError" in done.stderr, done.stderr[-300:]
