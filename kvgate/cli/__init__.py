@@ -15,6 +15,7 @@ import click
 from kvgate import __version__
 
 COMMANDS = {
+    "init": "kvgate.cli.init:init",
     "freeze": "kvgate.cli.freeze:freeze",
     "run": "kvgate.cli.run:run",
     "report": "kvgate.cli.report:report",
@@ -30,6 +31,7 @@ COMMANDS = {
 PATH_COMMANDS = ("freeze", "run", "report", "simulate")
 """Commands that resolve paths against the current folder and store or print them."""
 SUMMARIES = {
+    "init": "Write a starter suite (from a JSONL trace), matrix and policy.",
     "freeze": "Freeze suites into a versioned, hashed Parquet workload.",
     "run": "Run the control and every candidate arm; store results; gate.",
     "report": "Report a run: CFR per slice, bounds, gate decision.",

@@ -1,0 +1,105 @@
+"""`kvgate init TRACE.jsonl`: a starter gate in a folder of its own, to edit and then freeze and run.
+
+It writes, and never overwrites, `DIR/suite.toml` (a `[[trace]]` of the given file, its path relative
+to DIR), `DIR/matrix.toml` (the full-cache control and the default matrix's candidates the chosen engine
+can run, from the engine table) and `DIR/policy.toml` (the shipped default policy, headed by the trace's
+tasks as slices `critical` may name), then prints the freeze and run commands for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import click
+
+from kvgate.cli.options import MODEL_TAKES
+
+FILES = ("suite.toml", "matrix.toml", "policy.toml")
+
+
+def _trace_tasks(trace: Path) -> tuple[int, list[str]]:
+    """(records, their distinct tasks) of a JSONL trace; BadInput naming the first bad line."""
+    from kvgate.errors import BadInput
+
+    records, tasks = 0, set()
+    try:
+        lines = trace.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"trace {trace} is not a readable UTF-8 JSONL file: {exc}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise BadInput(f"trace {trace}, line {number}: not JSON (one request object per line)") from None
+        if not isinstance(record, dict) or "messages" not in record:
+            raise BadInput(f"trace {trace}, line {number}: a record needs `messages` (OpenAI chat format)")
+        records += 1
+        tasks.add(str(record.get("task", "trace")))
+    if not records:
+        raise BadInput(f"trace {trace} holds no records")
+    return records, sorted(tasks)
+
+
+@click.command()
+@click.argument("trace", type=click.Path(path_type=Path))
+@click.option(
+    "-o", "--dir", "folder", type=click.Path(path_type=Path), default=Path("gate"), show_default=True
+)
+@click.option(
+    "--engine", default="hf", show_default=True, help="The engine the matrix is for (kvgate engines)."
+)
+@click.option(
+    "--model", default="smollm2-135m", show_default=True, help=f"For the printed commands: {MODEL_TAKES}."
+)
+def init(trace: Path, folder: Path, engine: str, model: str) -> None:
+    """Write a starter suite (from TRACE, a JSONL of recorded chat requests), matrix and policy."""
+    from kvgate import shipped
+    from kvgate.engines.capability import missing_kinds
+    from kvgate.engines.registry import engine_info
+    from kvgate.errors import BadInput
+    from kvgate.treatments.matrix import DEFAULT_MATRIX, resolve_matrix
+
+    engine_info(engine)
+    records, tasks = _trace_tasks(trace)
+    taken = [name for name in FILES if (folder / name).exists()]
+    if taken:
+        raise BadInput(f"{folder} already holds {', '.join(taken)}: edit them, or give another -o DIR")
+    default = resolve_matrix(DEFAULT_MATRIX)
+    candidates = [c.name for c in default.candidates if not missing_kinds(engine, c)]
+    if not candidates:
+        raise BadInput(f"engine {engine!r} runs none of the default matrix's candidates; pick another engine")
+    relative = Path(os.path.relpath(trace.resolve(), folder.resolve()))
+    folder.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9._+-]", "-", trace.stem).lstrip("._+-")[:64] or "trace"
+    (folder / "suite.toml").write_text(
+        f'# {records} recorded requests; docs/reference.md, "Suite TOML", lists what [[trace]] takes.\n'
+        f'name = "{name}"\ndescription = "Requests recorded in {trace.name}"\n\n'
+        f"[[trace]]\npath = {json.dumps(str(relative))}\n"
+        'validator = "substring_any"   # for records that name none (kvgate validators lists them)\n',
+        encoding="utf-8",
+    )
+    (folder / "matrix.toml").write_text(
+        f"# The full-cache control and the candidates engine {engine!r} can run (kvgate treatments lists\n"
+        "# every treatment; a [treatment.<name>] table here defines your own).\n"
+        f'[matrix]\ncontrol = "full"\ncandidates = {json.dumps(candidates)}\naa_replicate = true\n',
+        encoding="utf-8",
+    )
+    hint = ", ".join(f'"task={t}"' for t in tasks)
+    policy = (shipped.treatments_dir() / "policy.toml").read_text(encoding="utf-8")
+    (folder / "policy.toml").write_text(
+        f"# The trace's tasks, which `critical` may name to gate each one beside `all`: [{hint}]\n" + policy,
+        encoding="utf-8",
+    )
+    workload = folder / "workload.parquet"
+    tokens = "" if engine == "fake" else f" --model {model}"
+    click.echo(f"wrote {', '.join(str(folder / name) for name in FILES)}")
+    click.echo(f"next: kvgate freeze {folder / 'suite.toml'}{tokens} -o {workload}")
+    click.echo(
+        f"      kvgate run --engine {engine}{tokens} -w {workload} -m {folder / 'matrix.toml'} "
+        f"--policy {folder / 'policy.toml'}"
+    )
