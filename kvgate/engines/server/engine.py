@@ -9,6 +9,8 @@ Every session, as the in-process engine does: warms a reuse arm's prompts up und
 measured requests (an arm that also offloads then has a launched server's device prefix cache reset, so
 its hits come from the offload tier); checks each batch's cached-token counters against the arm
 (`vllm/counters.py`), and once per reuse session probes a fresh salt, which must read 0 cached tokens.
+Each row carries the KV dtype and bytes per token the server's `vllm:cache_config_info` names
+(`kv_cache_facts.py`) and, for an offload arm after the reset, the blocks read back from the tier.
 Time to first token is not measured (the requests are not streamed): `ttft_s` is the request's latency.
 """
 
@@ -33,6 +35,7 @@ import httpx
 from kvgate.contained import check_contained
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_seconds
+from kvgate.engines.kv_cache_facts import NO_FACTS, cache_facts, metrics_cache_config
 from kvgate.engines.options import vllm_engine_arg_names
 from kvgate.engines.server import bounded_http
 from kvgate.engines.server.client import CompletionClient, Outcome, Request
@@ -240,7 +243,11 @@ class ServerSession:
         self.client: CompletionClient | None = None
         try:
             self.url, self.model_id = self._start()
-            self.preemptions_before = self._preemptions()
+            started = self._metrics()
+            self.preemptions_before = None if started is None else preemptions(started)
+            config = None if started is None else metrics_cache_config(started)
+            dtype = engine.base_args.get("dtype")
+            self.cache = NO_FACTS if config is None else cache_facts(config, dtype)
             self.client = self.loop.run_until_complete(self._client())
         except BaseException:
             self.close()
@@ -386,6 +393,7 @@ class ServerSession:
             mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
             min_logprob=min(logprobs) if logprobs else None,
             n_tier_read=self._tier_blocks_read(completion.cached_tokens),
+            **self.cache.evidence(completion.prompt_tokens),
         )
 
     def _tier_blocks_read(self, cached_tokens: int) -> int | None:
@@ -432,12 +440,17 @@ class ServerSession:
             time.sleep(0.05)
         raise EngineFailure(f"arm {self.setup.arm!r}: the server kept refusing to reset its prefix cache")
 
-    def _preemptions(self) -> int | None:
+    def _metrics(self) -> str | None:
+        """The server's Prometheus text, or None without `/metrics`."""
         try:
             status, body = bounded_http.request("GET", f"{self.url}/metrics", 10.0)
         except (httpx.HTTPError, TimeoutError):
             return None
-        return preemptions(body.decode("utf-8", "replace")) if status == 200 else None
+        return body.decode("utf-8", "replace") if status == 200 else None
+
+    def _preemptions(self) -> int | None:
+        text = self._metrics()
+        return None if text is None else preemptions(text)
 
     def _write_record(self) -> None:
         if self.setup.run_dir is None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
+from kvgate.engines.kv_cache_facts import cache_facts
 from kvgate.engines.vllm.args import (
     ARM_KEYS,
     DEFAULT_OFFLOAD_GIB,
@@ -208,6 +209,9 @@ class VLLMSession:
                 f"vLLM failed to start arm {setup.arm!r}: {type(exc).__name__}: {exc}"
             ) from exc
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        config = self.llm.llm_engine.vllm_config.cache_config
+        model_dtype = str(self.llm.llm_engine.model_config.dtype)
+        self.cache = cache_facts(vars(config), model_dtype)
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
         results: dict[int, Generation] = {}
@@ -320,7 +324,16 @@ class VLLMSession:
             latency_s=latency,
             mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
             min_logprob=min(logprobs) if logprobs else None,
+            n_tier_read=self._tier_blocks_read(int(out.num_cached_tokens or 0)),
+            **self.cache.evidence(n_prompt),
         )
+
+    def _tier_blocks_read(self, cached_tokens: int) -> int | None:
+        """Blocks a measured request loaded back from the offload tier: after the GPU prefix cache is
+        reset, every cached token came from it. None for arms that do not offload behind reuse."""
+        if not (self.offloads and self.reuses):
+            return None
+        return -(-cached_tokens // int(self.args["block_size"]))
 
 
 def _check_options(options: dict[str, Any], arg_names: frozenset[str]) -> None:

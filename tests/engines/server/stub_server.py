@@ -17,7 +17,13 @@ Faults (seeded, per prompt):
   one preemption in /metrics;
 - misbehave: "trickle-models" (/v1/models answers a byte a second), "trickle" (every completion
   likewise), "endless" (a completion's body never ends), "huge-ids" (token ids beyond int32),
-  "deep" (a completion nested 100,000 arrays deep).
+  "deep" (a completion nested 100,000 arrays deep);
+- ignore_kv_cache_dtype: `--kv-cache-dtype` is accepted and ignored (the KV stays in `--dtype`), a
+  planted no-op that the arm's proof of treatment must catch.
+
+/metrics also carries vLLM's `vllm:cache_config_info` labels: the cache dtype, the KV budget
+(`--kv-cache-memory-bytes`, default 1 GiB) and the tokens and blocks it buys for a model shaped like
+SmolLM2-135M (STUB_KV_ELEMENTS elements per token, each of the cache dtype's bytes).
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 FALLBACK = "I do not know."
+STUB_KV_ELEMENTS = 2 * 30 * 3 * 64
+"""Keys and values × layers × KV heads × head dimension: elements one cached token takes."""
+ELEMENT_BYTES = {"float32": 4, "auto": 4, "bfloat16": 2, "float16": 2}
 
 
 def answer_key(prompt: list[int]) -> str:
@@ -73,6 +82,25 @@ class StubOptions:
     misbehave: str = ""
     token: str = ""
     """When set, every request must carry `Authorization: Bearer <token>` (else 401)."""
+    dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    kv_cache_memory_bytes: int = 1 << 30
+    num_gpu_blocks_override: int = 0
+    ignore_kv_cache_dtype: bool = False
+
+    def cache_config_info(self) -> str:
+        """The `vllm:cache_config_info` series this server's flags make."""
+        dtype = "auto" if self.ignore_kv_cache_dtype else self.kv_cache_dtype
+        element = 1 if dtype.startswith("fp8") else ELEMENT_BYTES.get(self.dtype, 4)
+        bought = self.kv_cache_memory_bytes // (STUB_KV_ELEMENTS * element * self.block_size)
+        blocks = self.num_gpu_blocks_override or bought
+        labels = {
+            "block_size": self.block_size, "cache_dtype": dtype, "engine": 0,
+            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
+            "kv_cache_size_tokens": blocks * self.block_size, "num_gpu_blocks": blocks,
+        }  # fmt: skip
+        inner = ",".join(f'{key}="{value}"' for key, value in labels.items())
+        return f"vllm:cache_config_info{{{inner}}} 1.0\n"
 
 
 class StubState:
@@ -138,6 +166,7 @@ class Handler(BaseHTTPRequestHandler):
                 "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.\n"
                 "# TYPE vllm:num_preemptions_total counter\n"
                 f'vllm:num_preemptions_total{{engine="0",model_name="stub"}} {self.state.preemptions}.0\n'
+                "# TYPE vllm:cache_config_info gauge\n" + self.state.options.cache_config_info()
             )
             self._send(200, text.encode(), "text/plain")
         else:
@@ -311,6 +340,11 @@ def main() -> None:
                        ("die-after", int), ("preempt-at", int)):  # fmt: skip
         parser.add_argument(f"--{name}", type=kind, default=kind(0))
     parser.add_argument("--flaky", choices=("reset", "503"), default=None)
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--kv-cache-dtype", default="auto")
+    parser.add_argument("--kv-cache-memory-bytes", type=int, default=1 << 30)
+    parser.add_argument("--num-gpu-blocks-override", type=int, default=0)
+    parser.add_argument("--ignore-kv-cache-dtype", action="store_true")
     parser.add_argument("--leak-salt", action="store_true")
     parser.add_argument("--die-marker", type=Path, default=None)
     args, _ = parser.parse_known_args()  # every other vllm serve flag is ignored
@@ -320,7 +354,10 @@ def main() -> None:
         fault_share=args.fault_share, flaky=args.flaky, slow_share=args.slow_share, slow_s=args.slow_s,
         malformed_share=args.malformed_share, die_after=args.die_after, die_marker=args.die_marker,
         leak_salt=args.leak_salt,
-        preempt_at=args.preempt_at,
+        preempt_at=args.preempt_at, dtype=args.dtype, kv_cache_dtype=args.kv_cache_dtype,
+        kv_cache_memory_bytes=args.kv_cache_memory_bytes,
+        num_gpu_blocks_override=args.num_gpu_blocks_override,
+        ignore_kv_cache_dtype=args.ignore_kv_cache_dtype,
     )  # fmt: skip
     server = StubServer(options, args.port)
     server.state.on_death = lambda: os._exit(3)  # a launched stub dies as a process does

@@ -177,3 +177,32 @@ def test_a_pass_record_is_never_written_through_a_planted_server_link(
     ):
         session.close()
     assert list(outside.iterdir()) == []
+
+
+def test_rows_carry_the_kv_dtype_and_bytes_the_server_reports(
+    served: Any, stub_model: Path, cases: tuple[Case, ...]
+) -> None:
+    """vllm:cache_config_info's labels: an FP8 cache buys four times float32's tokens for the same budget;
+    a server that ignores --kv-cache-dtype reports the control's dtype and bytes (the proof then fails)."""
+    from kvgate.treatments.spec import Quantize
+
+    fp8 = Quantize("fp8-e4m3", dtype="fp8_e4m3")
+    rows = {}
+    for name, stub in (
+        ("control", served(dtype="float32")),
+        ("fp8", served(dtype="float32", kv_cache_dtype="fp8_e4m3")),
+        ("ignored", served(dtype="float32", kv_cache_dtype="fp8_e4m3", ignore_kv_cache_dtype=True)),
+    ):
+        session = open_session(stub_model, stub.url, CONTROL if name == "control" else fp8)
+        rows[name] = session.generate(cases[:2])
+        session.close()
+    n = rows["control"][0].n_prompt_tokens
+    assert [g.kv_dtype for g in rows["control"]] == ["auto", "auto"]  # a given endpoint names no --dtype
+    assert [g.kv_dtype for g in rows["fp8"]] == ["fp8_e4m3", "fp8_e4m3"]
+    control_bytes, fp8_bytes = rows["control"][0].kv_bytes, rows["fp8"][0].kv_bytes
+    assert control_bytes is not None and fp8_bytes is not None
+    assert control_bytes == pytest.approx(n * 2 * 30 * 3 * 64 * 4, rel=0.01)
+    assert fp8_bytes == pytest.approx(control_bytes / 4, rel=0.01)
+    assert [(g.kv_dtype, g.kv_bytes) for g in rows["ignored"]] == [
+        (g.kv_dtype, g.kv_bytes) for g in rows["control"]
+    ]
