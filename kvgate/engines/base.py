@@ -80,7 +80,9 @@ class ArmSetup:
     requests for vllm); `seed` is the same for every arm of a run, so any sampling matches the control's.
     `concurrency`: at most this many requests in flight at once (engines that serve requests);
     `kv_blocks`: the KV pool the arm's engine gets, in blocks (None: the engine's own size), to put it
-    under pressure. `run_dir`: where the run is stored (an engine may keep its logs there).
+    under pressure. `abort_percent`: that share of measured requests is first cancelled mid-generation
+    and sent again (engines that serve requests: the abort-and-resubmit schedule). `run_dir`: where the
+    run is stored (an engine may keep its logs there).
     """
 
     arm: str
@@ -92,6 +94,7 @@ class ArmSetup:
     seed: int = 0
     concurrency: int = 1
     kv_blocks: int | None = None
+    abort_percent: int = 0
     run_dir: Path | None = None
 
 

@@ -29,6 +29,8 @@ class EngineInfo:
     """Whether a reuse arm's prompt may be served from its own earlier prefill (vLLM warms every reuse
     prompt up under the arm's salt before measuring, and probes a fresh salt itself)."""
     kv_pool: bool = False
+    aborts: bool = False
+    """Whether the engine can cancel requests mid-generation and send them again (`abort_percent`)."""
     """Whether the engine can size an arm's KV pool (a matrix's `kv_blocks`: pressure)."""
     loads_weights: bool = False
     """Whether the engine loads a local model folder's weights and tokenizer itself (checked before)."""
@@ -69,6 +71,7 @@ ENGINES: dict[str, EngineInfo] = {
             "pip install -e '.[server]' (and vLLM for a launched `vllm serve`)",
             reuse_reads_own_prompt=True,
             kv_pool=True,
+            aborts=True,
         ),
         EngineInfo(
             "llamacpp",

@@ -27,6 +27,7 @@ ARM = {
         "batch_size": {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
         "concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENCY},
         "kv_blocks": {"type": "integer", "minimum": 1, "maximum": MAX_KV_BLOCKS},
+        "abort_percent": {"type": "integer", "minimum": 1, "maximum": 100},
     },
 }
 RUN_ID_PATTERN = r"^([0-9]{8}T[0-9]{6}\.[0-9]{3}Z-)?[0-9a-f]{12}$"

@@ -234,6 +234,13 @@ def run_job(
         raise BadInput(
             f"matrix {inputs.matrix.name!r} sets kv_blocks; engine {inputs.engine!r} cannot size its KV pool"
         )
+    if not engine_info(inputs.engine).aborts and any(
+        inputs.matrix.abort_percent_for(t.name) for t in inputs.matrix.arms()
+    ):
+        raise BadInput(
+            f"matrix {inputs.matrix.name!r} sets abort_percent; engine {inputs.engine!r} cannot cancel "
+            "requests mid-generation (use --engine server)"
+        )
     if engine_info(inputs.engine).loads_weights:
         check_model_folder(inputs.model)
     check_tokenizer(workload_path, workload.meta, inputs.engine, inputs.model)

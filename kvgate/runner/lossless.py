@@ -1,7 +1,8 @@
 """Lossless arms under load: token-identical to the control, or a defect.
 
 Prefix reuse and offload (alone or composed only of each other) must not change a single output token.
-Under load (a matrix's `concurrency` above 1, or a `kv_blocks` pool that forces preemption) that is
+Under load (a matrix's `concurrency` above 1, a `kv_blocks` pool that forces preemption, or an
+`abort_percent` of requests cancelled mid-generation and sent again) that is
 exactly what block-recycling and offload races break, so every case where such an arm's output leaves
 the control's is a defect, named with the case, the first divergent token and the load it ran under,
 whatever the validator says of the answer. A served run's pass records (`server/*.json`) add the
@@ -53,7 +54,12 @@ def lossless_defects(run_dir: Path) -> list[str]:
     loaded = [
         t.name
         for t in matrix.candidates
-        if lossless(t.to_dict()) and (matrix.concurrency_for(t.name) > 1 or matrix.kv_blocks_for(t.name))
+        if lossless(t.to_dict())
+        and (
+            matrix.concurrency_for(t.name) > 1
+            or matrix.kv_blocks_for(t.name)
+            or matrix.abort_percent_for(t.name)
+        )
     ]
     if not loaded:
         return []
@@ -68,6 +74,8 @@ def lossless_defects(run_dir: Path) -> list[str]:
         diverged = [r for r in rows if r["arm"] == arm and r["first_divergence"] is not None]
         blocks = matrix.kv_blocks_for(arm)
         load = f"concurrency {matrix.concurrency_for(arm)}" + (f", kv_blocks {blocks}" if blocks else "")
+        if matrix.abort_percent_for(arm):
+            load += f", abort_percent {matrix.abort_percent_for(arm)}"
         if arm in preempted:
             load += f", {preempted[arm]} preemptions"
         for row in diverged[:MAX_LISTED]:
@@ -94,8 +102,10 @@ def server_summary(run_dir: Path) -> list[str]:
         arm = f"{record['arm']}" + (f" (A/A replicate {record['replicate']})" if record["replicate"] else "")
         arm += f" rerun {record['attempt']}" if record["attempt"] else ""
         seen = per_arm.setdefault(
-            arm, {"requests": 0, "retried": 0, "timeouts": 0, "preemptions": None, "load": record}
+            arm,
+            {"requests": 0, "retried": 0, "timeouts": 0, "aborts": 0, "preemptions": None, "load": record},
         )
+        seen["aborts"] += record.get("aborts", 0)
         seen["requests"] += record["requests"]
         seen["retried"] += len(record["retried"])
         seen["timeouts"] += record["timeouts"]
@@ -109,5 +119,6 @@ def server_summary(run_dir: Path) -> list[str]:
         lines.append(
             f"arm {arm!r} ({load['form']}, concurrency {load['concurrency']}{blocks}): {seen['requests']} "
             f"requests, preemptions {pre}, {seen['retried']} cases retried, {seen['timeouts']} timeouts"
+            + (f", {seen['aborts']} aborted and sent again" if seen["aborts"] else "")
         )
     return lines

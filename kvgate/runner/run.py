@@ -167,6 +167,7 @@ def arm_setup(ctx: RunContext, arm_run: ArmRun) -> ArmSetup:
         seed=ctx.matrix.seed,
         concurrency=ctx.matrix.concurrency_for(arm_run.arm),
         kv_blocks=ctx.matrix.kv_blocks_for(arm_run.arm),
+        abort_percent=ctx.matrix.abort_percent_for(arm_run.arm),
         run_dir=ctx.run_dir,
     )
 

@@ -10,6 +10,8 @@
     seed = 0                 # handed to every arm's session alike
     concurrency = 1          # requests in flight at once, ≤ 1024 (engines that serve requests)
     kv_blocks = 64           # the KV pool, in blocks: pressure (engines that size it: server, vllm)
+    abort_percent = 0        # that share of measured requests is first cancelled mid-generation and
+                             # sent again: the abort-and-resubmit schedule (the server engine)
     [arm.prefix-reuse]       # per-arm load: offload and reuse defects show under load
     batch_size = 8
     concurrency = 8          # the runner hands an arm batches of max(batch_size, concurrency) cases
@@ -52,7 +54,7 @@ MAX_CANDIDATES = 64
 MAX_ARM_CASES = 10_000_000
 """Most arm passes × cases one run may ask for (control, A/A replicate and candidates, first attempts):
 about a million generations is a long run on one GPU; ten times that is refused as a typo."""
-LOAD_KEYS = ("concurrency", "kv_blocks")
+LOAD_KEYS = ("concurrency", "kv_blocks", "abort_percent")
 DEFAULT_MATRIX = "default"
 """The shipped matrix a run takes when none is named."""
 MATRIX_KEYS = {"control", "candidates", "aa_replicate", "confirm_reruns", "batch_size", "seed", "description"}
@@ -76,8 +78,9 @@ class Matrix:
     description: str = ""
     concurrency: int = 1
     kv_blocks: int | None = None
+    abort_percent: int = 0
     arm_load: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per arm, its own `concurrency` and `kv_blocks` (`[arm.<name>]`)."""
+    """Per arm, its own `concurrency`, `kv_blocks` and `abort_percent` (`[arm.<name>]`)."""
 
     def arms(self) -> tuple[Treatment, ...]:
         return (self.control, *self.candidates)
@@ -94,14 +97,22 @@ class Matrix:
     def kv_blocks_for(self, arm: str) -> int | None:
         return self.arm_load.get(arm, {}).get("kv_blocks", self.kv_blocks)
 
+    def abort_percent_for(self, arm: str) -> int:
+        return self.arm_load.get(arm, {}).get("abort_percent", self.abort_percent)
+
     def submit_size_for(self, arm: str) -> int:
         """How many cases the runner hands the arm's session at once: enough to keep `concurrency` busy."""
         return max(self.batch_size_for(arm), self.concurrency_for(arm))
 
     def load_for(self, arm: str) -> dict[str, int]:
         """The arm's load settings that differ from the defaults (what its manifest entry records)."""
-        load = {"concurrency": self.concurrency_for(arm), "kv_blocks": self.kv_blocks_for(arm)}
-        return {k: v for k, v in load.items() if v is not None and not (k == "concurrency" and v == 1)}
+        load = {
+            "concurrency": self.concurrency_for(arm),
+            "kv_blocks": self.kv_blocks_for(arm),
+            "abort_percent": self.abort_percent_for(arm),
+        }
+        defaults = {"concurrency": 1, "abort_percent": 0}
+        return {k: v for k, v in load.items() if v is not None and v != defaults.get(k)}
 
 
 def shipped_matrices() -> dict[str, Path]:
@@ -211,6 +222,7 @@ def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
         description=_typed(spec, "description", str, here, ""),
         concurrency=_count(spec, "concurrency", 1, here, minimum=1, maximum=MAX_CONCURRENCY),
         kv_blocks=_kv_blocks(spec, here),
+        abort_percent=_count(spec, "abort_percent", 0, here, maximum=100),
         arm_load=_arm_load(data.get("arm", {}), where),
     )
 
@@ -282,6 +294,8 @@ def _arm_load(value: Any, where: str) -> dict[str, dict[str, int]]:
             own["concurrency"] = _count(table, "concurrency", 1, here, minimum=1, maximum=MAX_CONCURRENCY)
         if "kv_blocks" in table:
             own["kv_blocks"] = _count(table, "kv_blocks", 1, here, minimum=1, maximum=MAX_KV_BLOCKS)
+        if "abort_percent" in table:
+            own["abort_percent"] = _count(table, "abort_percent", 0, here, maximum=100)
         if own:
             load[arm] = own
     return load

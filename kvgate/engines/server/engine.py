@@ -9,6 +9,9 @@ Every session, as the in-process engine does: warms a reuse arm's prompts up und
 measured requests (an arm that also offloads then has a launched server's device prefix cache reset, so
 its hits come from the offload tier); checks each batch's cached-token counters against the arm
 (`vllm/counters.py`), and once per reuse session probes a fresh salt, which must read 0 cached tokens.
+With a matrix's `abort_percent`, a seeded share of each batch's measured requests is sent first and
+cancelled ABORT_AFTER_S after it left (the server aborts a request whose client went away), then sent
+again with the same prompt: the abort-and-resubmit schedule, counted in the pass record (`aborts`).
 Each row carries the KV dtype and bytes per token the server's `vllm:cache_config_info` names
 (`kv_cache_facts.py`) and, for an offload arm after the reset, the blocks read back from the tier.
 Time to first token is not measured (the requests are not streamed): `ttft_s` is the request's latency.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -78,6 +82,8 @@ SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 DEVICES = ("cpu", "gpu")
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
 RESET_ATTEMPTS = 100
+ABORT_AFTER_S = 0.05
+"""How long an aborted request runs before its client goes away: past the prefill of a short prompt."""
 MODELS_DEADLINE_S = 30.0
 """The most asking a given endpoint for its model may take, in all (or `timeout_s` when shorter)."""
 
@@ -226,7 +232,7 @@ class ServerSession:
         kinds = {p.kind for p in setup.treatment.parts()}
         self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
         self.probed = False
-        self.requests, self.timeouts = 0, 0
+        self.requests, self.timeouts, self.aborts = 0, 0, 0
         self.retried: dict[str, int] = {}
         self.started = time.monotonic()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -269,6 +275,9 @@ class ServerSession:
                 self._send([self._request(c, self.salt, measured=False) for c in todo])
                 if self.offloads and self.server is not None:
                     self._reset_device_prefix_cache()
+            cancelled = [c for c in todo if aborted(self.setup, c.case_id)]
+            if cancelled:
+                self._abort([self._request(c, self.salt, measured=True) for c in cancelled])
             outcomes = self._send([self._request(c, self.salt, measured=True) for c in todo])
             generations = [self._generation(c, o) for c, o in zip(todo, outcomes, strict=True)]
             self._check_counters(todo, generations)
@@ -405,6 +414,23 @@ class ServerSession:
         block = self.engine.block_size
         return -(-cached_tokens // block) if block else int(cached_tokens > 0)
 
+    def _abort(self, requests: list[Request]) -> None:
+        """Send each request and cancel it ABORT_AFTER_S later, unless it was answered by then."""
+        client = self.client
+        assert client is not None
+
+        async def cancel(request: Request) -> int:
+            try:
+                await asyncio.wait_for(client.complete(request), ABORT_AFTER_S)
+            except TimeoutError:
+                return 1
+            return 0
+
+        async def every() -> list[int]:
+            return list(await asyncio.gather(*(cancel(r) for r in requests)))
+
+        self.aborts += sum(self.loop.run_until_complete(every()))
+
     def _check_counters(self, cases: Sequence[Case], generations: Sequence[Generation]) -> None:
         # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
         # may have evicted a warmed-up prompt before it was measured; the run-level check still wants some.
@@ -470,6 +496,7 @@ class ServerSession:
             "retried": dict(sorted(self.retried.items())),
             "timeouts": self.timeouts,
             "preemptions": None if before is None or after is None else max(0, after - before),
+            "aborts": self.aborts,
             "wall_s": round(time.monotonic() - self.started, 3),
         }
         if self.command is not None:
@@ -490,6 +517,14 @@ class ServerSession:
                 self.loop.run_until_complete(self.client.aclose())
         self.client = None
         self.loop.close()
+
+
+def aborted(setup: ArmSetup, case_id: str) -> bool:
+    """Whether the abort schedule cancels `case_id`'s first request: a seeded hash under the share."""
+    if setup.abort_percent <= 0:
+        return False
+    digest = hashlib.sha256(f"abort:{setup.seed}:{case_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < setup.abort_percent / 100
 
 
 def end_of_sequence_ids(folder: Path) -> set[int]:

@@ -61,6 +61,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "retried": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 2}},
         "timeouts": COUNT,
         "preemptions": {"type": ["integer", "null"], "minimum": 0},
+        "aborts": COUNT,
         "wall_s": {"type": "number", "minimum": 0},
     },
 }

@@ -18,6 +18,9 @@ Faults (seeded, per prompt):
 - misbehave: "trickle-models" (/v1/models answers a byte a second), "trickle" (every completion
   likewise), "endless" (a completion's body never ends), "huge-ids" (token ids beyond int32),
   "deep" (a completion nested 100,000 arrays deep);
+- stale_after_abort: a request whose client went away before its answer (an abort) leaves its slot
+  stale, and the next request for the same prompt under the same salt is answered with the output of
+  the request answered last (another request's KV read after a preemption or an abort);
 - ignore_kv_cache_dtype: `--kv-cache-dtype` is accepted and ignored (the KV stays in `--dtype`), a
   planted no-op that the arm's proof of treatment must catch.
 
@@ -33,6 +36,8 @@ import contextlib
 import hashlib
 import json
 import os
+import select
+import socket
 import threading
 import time
 import zlib
@@ -87,6 +92,7 @@ class StubOptions:
     kv_cache_memory_bytes: int = 1 << 30
     num_gpu_blocks_override: int = 0
     ignore_kv_cache_dtype: bool = False
+    stale_after_abort: bool = False
 
     def cache_config_info(self) -> str:
         """The `vllm:cache_config_info` series this server's flags make."""
@@ -111,6 +117,8 @@ class StubState:
         self.next_id = 0
         self.answered = 0
         self.preemptions = 0
+        self.aborted: set[tuple[str, str]] = set()  # (salt, key) of requests whose client went away
+        self.last_answer = FALLBACK
         self.attempts: dict[tuple[str, str, int], int] = {}
         self.cache: set[tuple[str, str]] = set()  # (salt, key of a block-aligned prefix)
         self.on_death = lambda: os._exit(3)
@@ -211,8 +219,16 @@ class Handler(BaseHTTPRequestHandler):
         delay = o.latency_s + (o.slow_s if _hit(o.seed, "slow", key, o.slow_share) else 0.0)
         if delay:
             time.sleep(delay)
+        gone = self._client_gone()
         with state.lock:
+            if gone:  # aborted: nothing to answer, the slot left as the fault says
+                del state.in_flight[number]
+                state.aborted.add((salt, key))
+                return
             answer = own
+            if o.stale_after_abort and (salt, key) in state.aborted:
+                state.aborted.discard((salt, key))
+                answer = state.last_answer if state.last_answer != own else FALLBACK
             if (
                 o.fault_k
                 and max(crowd, len(state.in_flight)) >= o.fault_k
@@ -221,6 +237,7 @@ class Handler(BaseHTTPRequestHandler):
                 others = [a for n, a in sorted(state.in_flight.items()) if n != number and a != own]
                 answer = others[0] if others else answer
             del state.in_flight[number]
+            state.last_answer = own
             state.store(salt, prompt)
             state.answered += 1
             dying = o.die_after and state.answered > o.die_after
@@ -280,6 +297,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(1.0)
+
+    def _client_gone(self) -> bool:
+        """Whether the client closed the connection while its request was being served."""
+        try:
+            ready, _, _ = select.select([self.connection], [], [], 0)
+            return bool(ready) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _json(self, status: int, payload: Any) -> None:
         self._send(status, json.dumps(payload).encode(), "application/json")
@@ -345,6 +370,7 @@ def main() -> None:
     parser.add_argument("--kv-cache-memory-bytes", type=int, default=1 << 30)
     parser.add_argument("--num-gpu-blocks-override", type=int, default=0)
     parser.add_argument("--ignore-kv-cache-dtype", action="store_true")
+    parser.add_argument("--stale-after-abort", action="store_true")
     parser.add_argument("--leak-salt", action="store_true")
     parser.add_argument("--die-marker", type=Path, default=None)
     args, _ = parser.parse_known_args()  # every other vllm serve flag is ignored
@@ -357,7 +383,7 @@ def main() -> None:
         preempt_at=args.preempt_at, dtype=args.dtype, kv_cache_dtype=args.kv_cache_dtype,
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         num_gpu_blocks_override=args.num_gpu_blocks_override,
-        ignore_kv_cache_dtype=args.ignore_kv_cache_dtype,
+        ignore_kv_cache_dtype=args.ignore_kv_cache_dtype, stale_after_abort=args.stale_after_abort,
     )  # fmt: skip
     server = StubServer(options, args.port)
     server.state.on_death = lambda: os._exit(3)  # a launched stub dies as a process does

@@ -206,3 +206,32 @@ def test_rows_carry_the_kv_dtype_and_bytes_the_server_reports(
     assert [(g.kv_dtype, g.kv_bytes) for g in rows["ignored"]] == [
         (g.kv_dtype, g.kv_bytes) for g in rows["control"]
     ]
+
+
+def test_the_abort_schedule_catches_a_server_that_answers_a_resubmitted_request_wrongly(
+    served: Any, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    """Planted: after an abort, the same prompt is answered with the last other request's output. The
+    abort-and-resubmit schedule (abort_percent) exposes it in at least 19 of 20 seeds; without it, never."""
+    stub = served(latency_s=0.15, stale_after_abort=True)
+    engine = ServerEngine(resolve_model(str(stub_model)), endpoints={"*": stub.url}, backoff_s=0.01)
+    expected = [reference_answer(c) for c in cases[:8]]
+
+    def wrong_answers(seed: int, abort_percent: int) -> tuple[int, int]:
+        namespace = f"kvgate-ns:t:full:s{seed}:p{abort_percent}:r0:a0"
+        setup = ArmSetup("full", 0, CONTROL, namespace, batch_size=8, seed=seed, concurrency=8,
+                         abort_percent=abort_percent, run_dir=tmp_path)  # fmt: skip
+        session = engine.open(setup)
+        answers = [g.output_text for g in session.generate(cases[:8])]
+        aborts = session.aborts
+        session.close()
+        return sum(a != e for a, e in zip(answers, expected, strict=True)), aborts
+
+    stressed = [wrong_answers(seed, 50) for seed in range(20)]
+    assert sum(wrong > 0 for wrong, _ in stressed) >= 19
+    assert all(wrong <= aborts for wrong, aborts in stressed)  # only resubmitted requests go wrong
+    assert sum(wrong_answers(seed, 0)[0] for seed in range(20)) == 0
+    assert {r["aborts"] for r in read_records(tmp_path) if r["aborts"]} and all(
+        "aborts" in r for r in read_records(tmp_path)
+    )
+    engine.close()
