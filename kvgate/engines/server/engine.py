@@ -82,8 +82,9 @@ SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 DEVICES = ("cpu", "gpu")
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
 RESET_ATTEMPTS = 100
-ABORT_AFTER_S = 0.05
-"""How long an aborted request runs before its client goes away: past the prefill of a short prompt."""
+ABORT_AFTER_S = 0.25
+"""How long an aborted request runs before its client goes away: past its arrival and prefill on a busy
+machine (a shorter wait can cancel a request before the server saw it)."""
 MODELS_DEADLINE_S = 30.0
 """The most asking a given endpoint for its model may take, in all (or `timeout_s` when shorter)."""
 

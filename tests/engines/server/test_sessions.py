@@ -213,7 +213,7 @@ def test_the_abort_schedule_catches_a_server_that_answers_a_resubmitted_request_
 ) -> None:
     """Planted: after an abort, the same prompt is answered with the last other request's output. The
     abort-and-resubmit schedule (abort_percent) exposes it in at least 19 of 20 seeds; without it, never."""
-    stub = served(latency_s=0.15, stale_after_abort=True)
+    stub = served(latency_s=0.6, stale_after_abort=True)  # still serving when the client goes away
     engine = ServerEngine(resolve_model(str(stub_model)), endpoints={"*": stub.url}, backoff_s=0.01)
     expected = [reference_answer(c) for c in cases[:8]]
 
