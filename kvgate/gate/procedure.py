@@ -3,21 +3,27 @@
 Every input and output array has shape (..., S): S slices, with any leading axes (one report, or many
 simulated runs at once — `kvgate simulate` runs exactly this code). Steps:
 
-1. Effective counts: k failures and n control passes in G clusters count as k·G/n of G (stats.clusters).
-2. FAIL. Each slice's exceedance p-value, P(Binomial(G, τ) ≥ k_eff), is tested by weighted Holm at
-   α = 1 − confidence over every slice that can reach α at all (τ^G < α; the others cannot fail and are
-   left out, as Tarone (1990) leaves out discrete tests that cannot reach significance). The gated family
-   — `all`, critical slices and slices with their own τ — shares 1 − signal_alpha of the weight, the
-   signal slices share signal_alpha. A rejection fails its slice only when the candidate is also worse
-   than the A/A replicate on the same slice (one-sided Fisher p < α, and CFR − A/A CFR > aa_margin);
-   without a replicate that check is skipped. Only more evidence can fail: min_control_passes does not
-   hold a FAIL back. The family-wise error rate of "fail" is ≤ α for the whole arm.
-3. PASS (gated slices only): the exact upper bound on effective counts is ≤ τ and n ≥ min_control_passes.
+1. Tails: each slice's failure count k of n control passes is tested on its exact distribution at τ —
+   binomial where every case is its own cluster, else the convolution of its clusters' beta-binomials
+   at the ICC the policy's `defects` gives (stats.cluster_null; the run's own upper bound plus its
+   error β with "estimate", Berger & Boos 1994). With `sequential = "anytime"`, 1/E of mixture
+   e-processes (stats.eprocess) instead.
+2. FAIL. Each slice's exceedance p-value P_τ(S ≥ k) is tested by weighted Holm at α = 1 − confidence
+   over every slice that can reach α at all (P_τ(S = n) < α; the others cannot fail and are left out,
+   as Tarone (1990) leaves out discrete tests that cannot reach significance). The gated family —
+   `all`, critical slices, slices with their own τ and every value of a strata column — shares
+   1 − signal_alpha of the weight, the signals signal_alpha; a rejected slice's weight passes on. A
+   rejection fails its slice only when the candidate is also worse than the A/A replicate on the same
+   control passes (one-sided exact test on the discordant pairs, p < α, and CFR − A/A CFR > aa_margin);
+   without a replicate that check is skipped. min_control_passes does not hold a FAIL back. The
+   family-wise error rate of "fail" is ≤ α for the whole arm.
+3. PASS (gated slices only): P_τ(S ≤ k) ≤ α — the exact upper bound is ≤ τ — and n ≥ min_control_passes.
    The arm passes only when every gated slice does (an intersection–union test: no correction needed to
    keep the false-accept rate ≤ α).
 4. Signals are flagged when their Benjamini–Hochberg q-value is ≤ α: a pointer for review, no verdict.
-5. The arm: any slice fails → FAIL; the A/A noise floor of `all` above its τ → INCONCLUSIVE (the engine's
-   own noise is above the limit); every gated slice passes → PASS; else INCONCLUSIVE.
+5. The arm: any slice fails → FAIL; the A/A replicate's CFR on `all` above τ by its lower bound →
+   INCONCLUSIVE (the engine's own noise is above the limit); every gated slice passes → PASS; else
+   INCONCLUSIVE.
 
 Rule "point" (an unsafe policy) replaces 2–3 on gated slices by the estimate against τ; signals never fail.
 """
@@ -27,53 +33,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtr, bdtrc
+from scipy.special import bdtrc
 
-from kvgate.errors import BadInput
+from kvgate.gate.counts import Clusters, SliceCounts
 from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
 from kvgate.gate.policy import Policy
-from kvgate.stats.cluster_null import bounds, design_effect, grouped_tails, icc_upper
-from kvgate.stats.eprocess import e_values
+from kvgate.gate.tails import NUISANCE_SHARE, clustered_bounds, slice_tails, sum_of_squares
+from kvgate.stats.cluster_null import design_effect
 from kvgate.stats.intervals import cp_bounds
 from kvgate.stats.multiplicity import benjamini_hochberg, weighted_holm
-from kvgate.stats.tests import exceed_pvalue
+
+__all__ = ["NUISANCE_SHARE", "Clusters", "Family", "SliceCounts", "Verdicts", "decide_arm"]
 
 # Why a slice got its decision (see `slice_reason` in report.slice_stats for the words).
 WHY_PASS, WHY_FAIL, WHY_INSIDE, WHY_FEW, WHY_NOT_ABOVE_AA, WHY_MARGIN, WHY_EMPTY, WHY_POINT = range(8)
-NUISANCE_SHARE = 0.1
-"""β, the error of the ICC's upper bound with `defects = "estimate"`, as a share of α."""
-
-
-@dataclass(frozen=True)
-class Clusters:
-    """The multi-case clusters of each slice: P (slice, cluster) slots."""
-
-    slice_of: np.ndarray
-    """(P,) the slice each slot belongs to."""
-    size: np.ndarray
-    """(..., P) control passes in the cluster (within the slice)."""
-    failed: np.ndarray
-    """(..., P) of them, the candidate's failures."""
-
-
-@dataclass(frozen=True)
-class SliceCounts:
-    """One arm's counts per slice, arrays of shape (..., S)."""
-
-    failures: np.ndarray
-    control_passes: np.ndarray
-    clusters: np.ndarray
-    """Distinct clusters among the control passes (= control_passes without clustering)."""
-    aa_failures: np.ndarray | None = None
-    """Control passes the A/A replicate fails; None when the run has no replicate."""
-    aa_passes: np.ndarray | None = None
-    """Control passes with a replicate verdict."""
-    aa_candidate_only: np.ndarray | None = None
-    """Of those, the ones the candidate fails and the replicate passes (discordant pairs b)."""
-    aa_replicate_only: np.ndarray | None = None
-    """… and the ones the replicate fails and the candidate passes (discordant pairs c)."""
-    grouped: Clusters | None = None
-    """The clusters of more than one case; None when every case is its own cluster."""
 
 
 @dataclass(frozen=True)
@@ -139,99 +112,6 @@ def arm_codes(codes: np.ndarray, gated: np.ndarray, noisy: np.ndarray) -> np.nda
     return np.where(any_fail, FAIL, np.where(noisy, INCONCLUSIVE, np.where(all_pass, PASS, INCONCLUSIVE)))
 
 
-@dataclass(frozen=True)
-class Tails:
-    """The exact tail p-values of each slice's failure count at its τ, shape (..., S)."""
-
-    exceed: np.ndarray
-    """P(S ≥ k): small when the slice is above τ (the FAIL test)."""
-    below: np.ndarray
-    """P(S ≤ k): small when the slice is below τ (the PASS test)."""
-    smallest: np.ndarray
-    """P(S = n): the smallest exceedance p-value the slice can give."""
-    rho: np.ndarray
-    """(...,) the ICC the clustered slices were tested at."""
-    nuisance: np.ndarray
-    """(..., S) the share of α the ICC's bound spent (β; 0 where the slice has no multi-case cluster)."""
-    clustered: np.ndarray
-    """(..., S) whether the slice has a cluster of more than one control pass."""
-
-
-def slice_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy, all_index: int) -> Tails:
-    """Exact tails per slice (stats.cluster_null): binomial where every case is single, else the
-    convolution of the clusters' beta-binomials at the ICC the policy's `defects` says (0 per case, 1 per
-    cluster, or the run's own upper bound plus its error β, the Berger–Boos correction)."""
-    k = np.asarray(counts.failures, dtype=np.int64)
-    n = np.asarray(counts.control_passes, dtype=np.int64)
-    if policy.anytime:
-        return _anytime_tails(counts, tau, policy)
-    exceed = exceed_pvalue(k, n, tau)
-    below = np.where(k >= n, 1.0, bdtr(k, np.maximum(n, 1), tau))
-    smallest = np.asarray(tau, dtype=float) ** n
-    lead = k.shape[:-1]
-    rho = np.zeros(lead)
-    nuisance = np.zeros(k.shape)
-    clustered = np.zeros(k.shape, dtype=bool)
-    grouped = counts.grouped
-    if grouped is None or policy.defects == "per_case" or grouped.slice_of.size == 0:
-        return Tails(exceed, below, smallest, rho, nuisance, clustered)
-    size = np.broadcast_to(grouped.size, (*lead, grouped.slice_of.size))
-    beta = policy.alpha * NUISANCE_SHARE if policy.defects == "estimate" else 0.0
-    if policy.defects == "estimate":
-        in_all = grouped.slice_of == all_index
-        rho = np.asarray(icc_upper(grouped.failed[..., in_all], size[..., in_all], beta), dtype=float)
-        rho = np.broadcast_to(rho, lead)
-    else:
-        rho = np.ones(lead)
-    flat = int(np.prod(lead, dtype=np.int64))
-    k2, n2 = k.reshape(flat, -1), n.reshape(flat, -1)
-    size2, rho2 = size.reshape(flat, -1), np.asarray(rho).reshape(flat)
-    exceed2, below2, smallest2 = (a.reshape(flat, -1).copy() for a in (exceed, below, smallest))
-    clustered2 = clustered.reshape(flat, -1)
-    tau2 = np.broadcast_to(tau, k.shape).reshape(flat, -1)
-    for s in np.unique(grouped.slice_of):
-        slots = size2[:, grouped.slice_of == s]
-        rows = np.flatnonzero((slots >= 2).any(axis=1) & (n2[:, s] > 0))
-        if rows.size == 0:
-            continue
-        for t in np.unique(tau2[rows, s]):
-            sub = rows[tau2[rows, s] == t]
-            ge, le, top = grouped_tails(k2[sub, s], n2[sub, s], slots[sub], float(t), rho2[sub])
-            exceed2[sub, s], below2[sub, s], smallest2[sub, s] = ge, le, top
-        clustered2[rows, s] = True
-    clustered = clustered2.reshape(k.shape)
-    nuisance = np.where(clustered, beta, 0.0)
-    return Tails(
-        np.minimum(1.0, exceed2.reshape(k.shape) + nuisance),
-        np.minimum(1.0, below2.reshape(k.shape) + nuisance),
-        np.minimum(1.0, smallest2.reshape(k.shape) + nuisance),
-        np.asarray(rho),
-        nuisance,
-        clustered,
-    )
-
-
-def _anytime_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy) -> Tails:
-    """1/E of the mixture e-processes (stats.eprocess) as anytime-valid p-values. They assume independent
-    cases: a slice with a multi-case cluster needs `defects = "per_case"` (or `cluster = "none"`)."""
-    k = np.asarray(counts.failures, dtype=np.int64)
-    n = np.asarray(counts.control_passes, dtype=np.int64)
-    grouped = counts.grouped
-    if grouped is not None and policy.defects != "per_case" and (np.asarray(grouped.size) >= 2).any():
-        raise BadInput(
-            'sequential = "anytime" needs independent cases, and this workload has multi-case clusters: '
-            'set cluster = "none" or defects = "per_case" in the policy, or use sequential = true (looks)'
-        )
-    e_fail, e_pass = e_values(k, n, tau)
-    top, _ = e_values(n, n, tau)
-    zeros = np.zeros(k.shape)
-    with np.errstate(divide="ignore"):
-        return Tails(
-            np.minimum(1.0, 1.0 / e_fail), np.minimum(1.0, 1.0 / e_pass), np.minimum(1.0, 1.0 / top),
-            np.zeros(k.shape[:-1]), zeros, zeros.astype(bool),
-        )  # fmt: skip
-
-
 def paired_aa_pvalue(candidate_only: np.ndarray, replicate_only: np.ndarray) -> np.ndarray:
     """One-sided exact test that the candidate fails more of the control's passes than the A/A replicate:
     on the b + c discordant pairs, P(Binomial(b + c, ½) ≥ b) (McNemar 1947, one-sided); 1 when b = 0."""
@@ -253,14 +133,14 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds:
     alpha = policy.alpha
     tails = slice_tails(counts, tau, policy, family.all_index)
     rho_slice = np.where(tails.clustered, np.asarray(tails.rho)[..., None], 0.0)
-    squares = _sum_of_squares(counts, k.shape)
+    squares = sum_of_squares(counts, k.shape)
     deff = design_effect(squares, n, rho_slice)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where(n > 0, n / deff, 0.0)
         k_eff = np.where(n > 0, k / deff, 0.0)
     lower, upper = cp_bounds(np.minimum(k, n), n, policy.confidence)
     if tails.clustered.any():
-        lower, upper = _clustered_bounds(counts, tails, lower, upper, alpha, with_bounds)
+        lower, upper = clustered_bounds(counts, tails, lower, upper, alpha, with_bounds)
     exceed = tails.exceed
     reachable = (n > 0) & (tails.smallest < alpha)
     signal_alpha = policy.signal_alpha if policy.rule == "upper_bound" else 0.0
@@ -330,39 +210,3 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds:
         design_effect=deff,
         clustered=tails.clustered,
     )
-
-
-def _sum_of_squares(counts: SliceCounts, shape: tuple[int, ...]) -> np.ndarray:
-    """Σ m² over each slice's clusters (single cases add 1 each), shape (..., S)."""
-    n = np.asarray(counts.control_passes, dtype=float)
-    grouped = counts.grouped
-    if grouped is None or grouped.slice_of.size == 0:
-        return n
-    size = np.broadcast_to(np.asarray(grouped.size, dtype=float), (*shape[:-1], grouped.slice_of.size))
-    multi = np.where(size >= 2, size, 0.0)
-    onehot = np.zeros((grouped.slice_of.size, shape[-1]))
-    onehot[np.arange(grouped.slice_of.size), grouped.slice_of] = 1.0
-    return n - multi @ onehot + (multi**2) @ onehot
-
-
-def _clustered_bounds(
-    counts: SliceCounts, tails: Tails, lower: np.ndarray, upper: np.ndarray, alpha: float, with_bounds: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """The exact bounds of clustered slices at error α − β each (NaN when not asked for)."""
-    lower, upper = lower.astype(float).copy(), upper.astype(float).copy()
-    lower[tails.clustered], upper[tails.clustered] = np.nan, np.nan
-    grouped = counts.grouped
-    if not with_bounds or grouped is None:
-        return lower, upper
-    k = np.asarray(counts.failures, dtype=np.int64)
-    n = np.asarray(counts.control_passes, dtype=np.int64)
-    size = np.broadcast_to(grouped.size, (*k.shape[:-1], grouped.slice_of.size))
-    rho = np.broadcast_to(tails.rho, k.shape[:-1])
-    for index in zip(*np.nonzero(tails.clustered), strict=True):
-        lead, s = index[:-1], index[-1]
-        slots = size[lead][grouped.slice_of == s]
-        sizes = tuple(sorted(int(m) for m in slots if m >= 2))
-        singles = int(n[index]) - sum(sizes)
-        level = alpha - float(tails.nuisance[index])
-        lower[index], upper[index] = bounds(int(k[index]), sizes, singles, float(rho[lead]), level)
-    return lower, upper

@@ -65,6 +65,35 @@ def resolve_policy(
     return policy, reason.strip(), check_safe(policy, unsafe_reason)
 
 
+WITHIN_CLUSTERS = {
+    "estimate": "the ICC bounded from the run (Berger–Boos)",
+    "per_case": "independent cases (ICC 0, declared)",
+    "per_cluster": "whole-cluster defects (ICC 1, declared)",
+}
+
+
+def procedure_text(policy: Policy) -> str:
+    """Which procedure decides, in words (docs/gate.md): the tests, the family, and the sequential mode."""
+    if policy.rule == "point":
+        return "point estimate against τ on the gated slices (no error control)"
+    if policy.anytime:
+        tests = "anytime-valid mixture e-values of each slice (independent cases), every look at full α"
+    else:
+        tests = (
+            "exact tails of each slice's failure count over its clusters, at "
+            + WITHIN_CLUSTERS[policy.defects]
+        )
+        if policy.sequential:
+            tests += f"; α spent over looks every {policy.look_every} cases (ρ = {policy.spending_power:g})"
+    strata = f", every value of {', '.join(policy.strata)}" if policy.strata else ""
+    return (
+        f"{tests}; weighted Holm over every slice that can reach α (gates — all, critical, named slices"
+        f"{strata} — 1 − signal_alpha, signals signal_alpha, a rejected slice's weight passed on); PASS "
+        "needs every gate's exact upper bound ≤ τ; a FAIL also needs the candidate worse than the A/A "
+        "replicate on the same control passes (paired exact test); signals flagged at BH q ≤ α"
+    )
+
+
 def policy_block(
     policy: Policy, declared_sha: str, changed: str | None, unsafe_reason: str | None, cluster: str
 ) -> dict[str, Any]:
@@ -82,14 +111,7 @@ def policy_block(
         "defects": policy.defects,
         "strata": list(policy.strata),
         "allow_unwinnable": policy.allow_unwinnable,
-        "procedure": (
-            "exact tails of each slice's failure count over its clusters (beta-binomial at the ICC the "
-            "policy's defects give; Berger–Boos where it is bounded from the run); weighted Holm over every "
-            "slice that can reach α (gated family — all, critical, named slices and every stratum value — "
-            "1 − signal_alpha, signals signal_alpha, a rejected slice's weight passed on); PASS needs every "
-            "gated slice's exact upper bound ≤ τ; a FAIL also needs the candidate worse than the A/A "
-            "replicate on the same control passes (paired exact test); signals flagged at BH q ≤ α"
-        ),
+        "procedure": procedure_text(policy),
         "unsafe": policy.unsafe,
         "unsafe_reason": unsafe_reason,
         "sha256": policy.sha256,

@@ -1,13 +1,9 @@
-"""Clustered cases: a design-effect adjusted exact bound for CFR.
+"""Clustered cases: which cases share a cluster, per slice.
 
 Cases that share a prefix group (or another declared cluster column) can fail together: a bad shared
-block corrupts every question asked over it. Treating them as independent makes the Clopper–Pearson
-bound too narrow. Korn & Graubard (1998, "Confidence intervals for proportions with small expected
-number of positive counts estimated from survey data") apply the exact bound to an effective sample
-n / deff with k / deff successes. kvgate takes the worst case the clustering allows, full within-group
-correlation: deff = n / G for n control passes in G clusters, so the bound rests on G effective cases
-and k·G/n effective failures. It needs no estimate of the correlation (which a handful of failures
-cannot give), and reduces to the plain exact bound when every case is its own cluster.
+block corrupts every question asked over it. These helpers count a slice's distinct clusters and list its
+multi-case clusters with their control passes and failures; stats.cluster_null tests the slice's failure
+count on its exact distribution over those clusters.
 """
 
 from __future__ import annotations
@@ -35,18 +31,6 @@ def clusters_per_slice(
     width = int(clusters.max()) + 1 if clusters.size else 1
     pairs = np.unique(codes[keep] * width + np.asarray(clusters, dtype=np.int64)[keep])
     return np.bincount(pairs // width, minlength=n_slices)[:n_slices]
-
-
-def effective_counts(
-    failures: np.ndarray, control_passes: np.ndarray, clusters: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(k_eff, n_eff) = (k·G/n, G): the counts the exact bound and test are computed on (0, 0 when n = 0)."""
-    k = np.asarray(failures, dtype=float)
-    n = np.asarray(control_passes, dtype=float)
-    g = np.minimum(np.asarray(clusters, dtype=float), n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        k_eff = np.where(n > 0, k * g / np.maximum(n, 1.0), 0.0)
-    return k_eff, g
 
 
 def multi_case_clusters(
