@@ -64,6 +64,14 @@ def stdout_to_stderr() -> Iterator[None]:
 )  # fmt: skip
 @click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML.")
 @click.option(
+    "--tau", type=click.FloatRange(0, 1), default=None,
+    help="The policy's tau (over --policy, or the default); the result is stored as the declared policy.",
+)  # fmt: skip
+@click.option(
+    "--critical", "critical", multiple=True,
+    help="A slice gated beside all, column=value (repeatable); replaces the policy's critical list.",
+)  # fmt: skip
+@click.option(
     "--policy-unsafe-reason", default=None,
     help="Why a policy below the safety floor (confidence < 0.8, rule = point) is used; stored and reported.",
 )  # fmt: skip
@@ -116,6 +124,8 @@ def run(
     engine: str | None,
     model: str | None,
     policy: Path | None,
+    tau: float | None,
+    critical: tuple[str, ...],
     policy_unsafe_reason: str | None,
     runs_dir: Path | None,
     run_dir: Path | None,
@@ -134,7 +144,9 @@ def run(
 
     Every run is new: its directory is printed when it starts. `--resume DIR` continues one.
     """
+    from kvgate.cli.policy_flags import declared_policy
     from kvgate.engines.server.endpoints import with_endpoints
+    from kvgate.errors import BadInput
     from kvgate.executors import executor_for
     from kvgate.runner.job import RunOptions
 
@@ -150,6 +162,9 @@ def run(
             matrix = _arms_matrix(matrix, arms, resume, Path(folder))
         if resume is None:
             _refuse_incapable(engine, matrix)
+        elif tau is not None or critical:
+            raise BadInput("--tau and --critical declare a new run's policy; a resumed run keeps its own")
+        policy = declared_policy(policy, tau, critical, Path(folder))
         opts = RunOptions(
             workload=workload,
             matrix=matrix,

@@ -164,3 +164,26 @@ def test_engine_model_and_runs_dir_default_from_the_environment(
     monkeypatch.setenv("KVGATE_ENGINE", "vlm")
     refused = CliRunner().invoke(cli, ["run", "-w", str(smoke_workload), "--quiet"])
     assert refused.exit_code == 2 and "did you mean 'vllm'?" in refused.output
+
+
+def test_tau_and_critical_declare_the_runs_policy(smoke_workload: Path, tmp_path: Path) -> None:
+    import json
+
+    base = tmp_path / "mine.toml"
+    base.write_text(
+        '# my policy\nmin_control_passes = 4\nallow_unwinnable = true\n[slice_tau]\n"ctx_bucket=1k" = 0.3\n'
+    )
+    run_dir = tmp_path / "run"
+    args = ["-w", smoke_workload, "--policy", base, "--tau", "0.2", "--critical", "ctx_bucket=512"]
+    result = _run(*args, "--run-dir", run_dir, "--quiet")
+    assert result.exit_code == 3, result.output
+    text = json.loads((run_dir / "manifest.json").read_text())["policy_text"]
+    assert text.startswith("# mine.toml with --tau 0.2 --critical ctx_bucket=512\n")
+    report = json.loads(CliRunner().invoke(cli, ["report", str(run_dir), "--format", "json"]).stdout)
+    policy = report["policy"]
+    assert policy["tau"] == 0.2 and policy["critical"] == ["ctx_bucket=512"]
+    assert policy["min_control_passes"] == 4 and policy["slice_tau"] == {"ctx_bucket=1k": 0.3}
+    refused = _run("--resume", run_dir, "--tau", "0.1")
+    assert refused.exit_code == 2 and "a resumed run keeps its own" in refused.output
+    typo = _run("-w", smoke_workload, "--critical", "ctx_bucket=5l2", "-o", tmp_path / "r")
+    assert typo.exit_code == 2 and "did you mean '512'?" in typo.output
