@@ -105,9 +105,13 @@ def simulate(
     scenario = Scenario(
         defects, control_pass_rate, aa_rate or 0.0, replicate=aa_rate is not None, defects_in=defects_in
     )
-    rules = [("fixed-n", replace(gate, sequential=False)), ("sequential", replace(gate, sequential=True))]
+    looks = "anytime" if gate.anytime else "sequential"
+    rules = [
+        ("fixed-n", replace(gate, sequential=False, anytime=False)),
+        (looks, replace(gate, sequential=True)),
+    ]
     if not sequential:
-        rules = [("sequential" if gate.sequential else "fixed-n", gate)]
+        rules = [(looks if gate.sequential else "fixed-n", gate)]
     results = [
         (label, rule, s, operating(s, policy, runs, seed, scenario))
         for label, s in structures

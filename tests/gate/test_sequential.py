@@ -168,3 +168,36 @@ def test_cli_simulate_sequential_compares_both_gates(workloads: Workloads, tmp_p
     assert (fixed["rule"], seq["rule"]) == ("fixed-n", "sequential")
     assert fixed["at_zero"]["generated"] == 150 and seq["at_zero"]["generated"] < 150
     assert seq["false_fail"]["rate"] <= 0.05 + 3 * seq["false_fail"]["mc_se"] + 0.01
+
+
+def test_anytime_policy_parses_and_refuses_clustered_cases(workloads: Workloads, tmp_path: Path) -> None:
+    from kvgate.errors import BadInput
+    from kvgate.gate.policy import parse_policy
+    from kvgate.gate.procedure import Clusters, Family, SliceCounts, decide_arm
+
+    policy = parse_policy('sequential = "anytime"\n', "p.toml")
+    assert policy.sequential and policy.anytime
+    assert parse_policy('sequential = "looks"\n', "p.toml").sequential
+    with pytest.raises(BadInput, match='sequential must be true, false, "looks" or "anytime"'):
+        parse_policy('sequential = "sometimes"\n', "p.toml")
+    grouped = Clusters(np.zeros(1, dtype=np.int64), np.array([4]), np.array([0]))
+    counts = SliceCounts(np.array([0]), np.array([4]), np.array([1]), grouped=grouped)
+    with pytest.raises(BadInput, match='defects = "per_case"'):
+        decide_arm(counts, Family(np.array([0.05]), np.array([True])), policy)
+    path = tmp_path / "anytime.toml"
+    path.write_text('sequential = "anytime"\nlook_every = 10\nstrata = []\n')
+    args = [
+        "simulate",
+        "--policy",
+        str(path),
+        "-w",
+        str(workloads["ruler"]),
+        "--runs",
+        "1000",
+        "--sequential",
+    ]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    fixed, anytime = json.loads(result.output)["points"]
+    assert (fixed["rule"], anytime["rule"]) == ("fixed-n", "anytime")
+    assert anytime["at_zero"]["generated"] < fixed["at_zero"]["generated"]
