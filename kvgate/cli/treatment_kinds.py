@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any
 
+from kvgate.treatments.eviction_methods import EVICTION_METHODS
 from kvgate.treatments.spec import (
     CERTIFICATE_KEYS,
     CONVENTIONS,
@@ -15,25 +16,8 @@ from kvgate.treatments.spec import (
     TREATMENT_TYPES,
 )
 
-EVICTION_METHODS: dict[str, tuple[tuple[str, ...], str]] = {
-    "streaming": (
-        ("sink_tokens",),
-        "StreamingLLM: attention sinks and the most recent entries (Xiao et al. 2023)",
-    ),
-    "snapkv": (
-        ("window",),
-        "SnapKV: what the last `window` prompt queries attend to, pooled (Li et al. 2024)",
-    ),
-    "h2o": (
-        ("window",),
-        "H2O: heavy hitters by accumulated attention plus `window` recent (Zhang et al. 2023)",
-    ),
-    "knorm": ((), "Knorm: the keys with the smallest L2 norm (Devoto et al. 2024)"),
-    "tova": ((), "TOVA: what the last query attends to most (Oren et al. 2024)"),
-    "random": (("seed",), "random entries: the baseline every scoring method must beat"),
-}
-"""Per eviction method: the spec fields it reads besides those every method reads, and what it keeps."""
 COMMON_EVICTION = ("ratio", "scope", "during_decoding", "convention")
+"""The spec fields every eviction method reads (each reads its own `params` too)."""
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("eviction", "scope"): ("prompt", "context"),
     ("eviction", "convention"): CONVENTIONS,
@@ -71,7 +55,7 @@ def relevant(settings: dict[str, Any]) -> dict[str, Any]:
     without the certificate has none of those keys); all settings for other kinds."""
     if settings.get("kind") != "eviction" or settings.get("method") not in EVICTION_METHODS:
         return settings
-    keep = {"method", *COMMON_EVICTION, *EVICTION_METHODS[settings["method"]][0], *CERTIFICATE_KEYS}
+    keep = {"method", *COMMON_EVICTION, *EVICTION_METHODS[settings["method"]].params, *CERTIFICATE_KEYS}
     return {k: v for k, v in settings.items() if k in keep}
 
 
@@ -82,9 +66,11 @@ def kind_rows() -> list[list[str]]:
         params = defaults(kind)
         doc = (spec.__doc__ or "").strip().splitlines()[0]
         if kind == "eviction":
-            for method, (extra, what) in EVICTION_METHODS.items():
-                names = (*COMMON_EVICTION, *extra)
-                rows.append([kind, method, ", ".join(_param(kind, n, params[n]) for n in names), what])
+            for method, info in EVICTION_METHODS.items():
+                names = (*COMMON_EVICTION, *info.params)
+                rows.append(
+                    [kind, method, ", ".join(_param(kind, n, params[n]) for n in names), info.summary]
+                )
             continue
         shown = ", ".join(_param(kind, n, v) for n, v in params.items()) or "—"
         rows.append([kind, "—", shown, doc])

@@ -11,8 +11,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
+from kvgate.treatments.eviction_methods import EVICTION_METHODS
+
 KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
-EVICTION_METHOD_NAMES = ("streaming", "snapkv", "h2o", "knorm", "tova", "random")
+EVICTION_METHOD_NAMES = tuple(EVICTION_METHODS)
 FP8_DTYPES = ("fp8_e4m3", "fp8_e5m2")
 GGML_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
 """llama.cpp's KV cache types (its `--cache-type-k` / `--cache-type-v` names): floats, and GGML's block

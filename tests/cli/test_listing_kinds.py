@@ -7,14 +7,15 @@ from dataclasses import fields
 from click.testing import CliRunner
 
 from kvgate.cli import cli
-from kvgate.cli.treatment_kinds import EVICTION_METHODS, defaults, kind_rows, relevant
+from kvgate.cli.treatment_kinds import defaults, kind_rows, relevant
+from kvgate.treatments.eviction_methods import EVICTION_METHODS
 from kvgate.treatments.spec import EVICTION_METHOD_NAMES, TREATMENT_TYPES, Eviction
 
 
 def test_every_eviction_method_and_kind_is_listed_with_real_parameters() -> None:
     assert tuple(EVICTION_METHODS) == EVICTION_METHOD_NAMES
     spec_fields = {f.name for f in fields(Eviction)}
-    assert all(set(extra) <= spec_fields for extra, _ in EVICTION_METHODS.values())
+    assert all(set(info.params) <= spec_fields for info in EVICTION_METHODS.values())
     rows = kind_rows()
     assert {r[0] for r in rows} == set(TREATMENT_TYPES)
     assert [r[1] for r in rows if r[0] == "eviction"] == list(EVICTION_METHOD_NAMES)
@@ -42,17 +43,22 @@ def test_relevant_keeps_other_kinds_whole() -> None:
     assert relevant({"kind": "quantize", "dtype": "fp8_e4m3"}) == {"kind": "quantize", "dtype": "fp8_e4m3"}
 
 
-def test_the_listed_parameters_are_what_the_hf_methods_read() -> None:
-    """Each method's factory (engines/hf/eviction/methods.py, read as text: no torch) reads exactly the
-    fields listed for it, ratio aside."""
-    import re
+def test_each_method_class_takes_the_parameters_the_table_maps() -> None:
+    """Each method's dataclass (engines/hf/eviction/, read as syntax: no torch) has a field for every
+    parameter the table maps a spec field to, and ratio."""
+    import ast
     from pathlib import Path
 
     import kvgate
 
-    source = (Path(kvgate.__file__).parent / "engines/hf/eviction/methods.py").read_text(encoding="utf-8")
-    factories = dict(re.findall(r'"(\w+)": lambda t: (\w+\([^)]*\))', source))
-    assert set(factories) == set(EVICTION_METHODS)
-    for method, call in factories.items():
-        read = set(re.findall(r"t\.(\w+)", call)) - {"ratio"}
-        assert read == set(EVICTION_METHODS[method][0]), method
+    for name, info in EVICTION_METHODS.items():
+        module, _, cls = info.method.partition(":")
+        path = Path(kvgate.__file__).parents[1] / f"{module.replace('.', '/')}.py"
+        (node,) = [
+            n for n in ast.parse(path.read_text(encoding="utf-8")).body if getattr(n, "name", "") == cls
+        ]
+        assert isinstance(node, ast.ClassDef), name
+        taken = {
+            s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+        }
+        assert {"ratio", *info.params.values()} <= taken, name

@@ -13,9 +13,8 @@ from typing import Any, Protocol
 import torch
 
 from kvgate.engines.hf.eviction.base import EvictionMethod, ScoringInputs, gather_kept, keep_indices, n_keep
+from kvgate.treatments.eviction_methods import EVICTION_METHODS
 from kvgate.treatments.spec import Eviction, Quantize, Treatment
-
-QUERY_FREE_METHODS = ("streaming", "knorm", "random")
 
 
 class CacheHook(Protocol):
@@ -120,7 +119,7 @@ def query_window(treatment: Treatment, certificate_window: int | None = None) ->
 
     windows = [certificate_window] if certificate_window is not None else []
     for part in treatment.parts():
-        if isinstance(part, Eviction) and part.method not in QUERY_FREE_METHODS:
+        if isinstance(part, Eviction) and EVICTION_METHODS[part.method].needs_queries:
             window = getattr(make_method(part), "query_window", None)
             if window is None:
                 return None
@@ -129,4 +128,7 @@ def query_window(treatment: Treatment, certificate_window: int | None = None) ->
 
 
 def needs_queries(treatment: Treatment) -> bool:
-    return any(isinstance(p, Eviction) and p.method not in QUERY_FREE_METHODS for p in treatment.parts())
+    """Whether an eviction among `treatment`'s parts scores with the prompt's queries."""
+    return any(
+        isinstance(p, Eviction) and EVICTION_METHODS[p.method].needs_queries for p in treatment.parts()
+    )

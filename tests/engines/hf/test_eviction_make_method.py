@@ -7,14 +7,15 @@ import dataclasses
 import pytest
 import torch
 
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, ScoringInputs
+from kvgate.engines.hf.eviction.base import ScoringInputs
 from kvgate.engines.hf.eviction.h2o import H2O
 from kvgate.engines.hf.eviction.knorm import KNorm
-from kvgate.engines.hf.eviction.methods import make_method
+from kvgate.engines.hf.eviction.methods import make_method, method_class
 from kvgate.engines.hf.eviction.random_ import RandomEviction
 from kvgate.engines.hf.eviction.snapkv import SnapKV
 from kvgate.engines.hf.eviction.streaming import StreamingLLM
 from kvgate.engines.hf.eviction.tova import TOVA
+from kvgate.treatments.eviction_methods import EVICTION_METHODS
 from kvgate.treatments.spec import EVICTION_METHOD_NAMES, Eviction
 
 EXPECTED = {
@@ -28,14 +29,14 @@ EXPECTED = {
 
 
 def test_every_spec_name_is_registered() -> None:
-    assert set(EVICTION_METHODS.names()) == set(EVICTION_METHOD_NAMES) == set(EXPECTED)
+    assert set(EVICTION_METHODS) == set(EVICTION_METHOD_NAMES) == set(EXPECTED)
 
 
 @pytest.mark.parametrize("name", EVICTION_METHOD_NAMES)
 def test_make_method_maps_the_spec(name: str) -> None:
     method = make_method(Eviction("arm", method=name, ratio=0.25, sink_tokens=2, window=8, seed=5))
     assert method == EXPECTED[name]
-    assert isinstance(method, EVICTION_METHODS.get(name))
+    assert isinstance(method, method_class(name))
     assert dataclasses.is_dataclass(method)
     with pytest.raises(dataclasses.FrozenInstanceError):
         method.ratio = 0.5  # type: ignore[misc]

@@ -12,7 +12,6 @@ from typing import Protocol
 
 import torch
 
-from kvgate.registry import Registry
 from kvgate.treatments.spec import kept_entries
 
 
@@ -45,9 +44,6 @@ class EvictionMethod(Protocol):
     def scores(self, inputs: ScoringInputs) -> torch.Tensor:
         """[B, Hkv, n] — higher means keep. Ties are broken towards later positions by `keep_indices`."""
         ...
-
-
-EVICTION_METHODS: Registry[type] = Registry("eviction method")
 
 
 def n_keep(n: int, ratio: float, convention: str = "kvgate") -> int:

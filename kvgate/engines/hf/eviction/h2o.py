@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from kvgate.engines.hf.eviction.attention import grouped_attention, protect_recent
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, ScoringInputs, check_ratio
+from kvgate.engines.hf.eviction.base import ScoringInputs, check_ratio
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,3 @@ class H2O:
             received = grouped_attention(block, keys, first=start).sum(dim=3).mean(dim=2)
             total[..., : received.shape[-1]] += received
         return protect_recent(total, min(self.recent, n))
-
-
-EVICTION_METHODS.register("h2o", H2O)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, ScoringInputs, check_ratio
+from kvgate.engines.hf.eviction.base import ScoringInputs, check_ratio
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,3 @@ class KNorm:
 
     def scores(self, inputs: ScoringInputs) -> torch.Tensor:
         return -torch.linalg.vector_norm(inputs.keys.float(), dim=-1)
-
-
-EVICTION_METHODS.register("knorm", KNorm)

@@ -1,33 +1,30 @@
-"""From an eviction treatment spec to the method that scores the cache (importing each registers it)."""
+"""From an eviction treatment spec to the method that scores the cache, through the one table of
+eviction methods (`treatments/eviction_methods.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+import importlib
+from typing import cast
 
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, EvictionMethod
-from kvgate.engines.hf.eviction.h2o import H2O
-from kvgate.engines.hf.eviction.knorm import KNorm
-from kvgate.engines.hf.eviction.random_ import RandomEviction
-from kvgate.engines.hf.eviction.snapkv import SnapKV
-from kvgate.engines.hf.eviction.streaming import StreamingLLM
-from kvgate.engines.hf.eviction.tova import TOVA
+from kvgate.engines.hf.eviction.base import EvictionMethod
+from kvgate.registry import unknown_name
+from kvgate.treatments.eviction_methods import EVICTION_METHODS
 from kvgate.treatments.spec import Eviction
 
-# The spec's fields each method reads: `window` is SnapKV's observation window and H2O's recent window.
-# Values are typed Any because the frozen dataclasses' read-only `ratio` does not satisfy the protocol's
-# settable `ratio: float` under mypy; make_method casts once.
-FACTORIES: dict[str, Callable[[Eviction], Any]] = {
-    "streaming": lambda t: StreamingLLM(t.ratio, sink_tokens=t.sink_tokens),
-    "snapkv": lambda t: SnapKV(t.ratio, window=t.window),
-    "h2o": lambda t: H2O(t.ratio, recent=t.window),
-    "knorm": lambda t: KNorm(t.ratio),
-    "tova": lambda t: TOVA(t.ratio),
-    "random": lambda t: RandomEviction(t.ratio, seed=t.seed),
-}
+
+def method_class(name: str) -> type:
+    """The frozen dataclass implementing eviction method `name` (imported on first use)."""
+    if name not in EVICTION_METHODS:
+        raise unknown_name("eviction method", name, list(EVICTION_METHODS))
+    module, _, attr = EVICTION_METHODS[name].method.partition(":")
+    cls: type = getattr(importlib.import_module(module), attr)
+    return cls
 
 
 def make_method(treatment: Eviction) -> EvictionMethod:
-    """The frozen method dataclass for `treatment.method` with the spec's hyper-parameters."""
-    EVICTION_METHODS.get(treatment.method)  # unknown names fail here, with "did you mean"
-    return cast(EvictionMethod, FACTORIES[treatment.method](treatment))
+    """The frozen method dataclass for `treatment.method` with the spec's hyper-parameters. The
+    dataclasses' read-only `ratio` does not satisfy the protocol's settable one under mypy: cast once."""
+    cls = method_class(treatment.method)  # an unknown name fails here, with "did you mean"
+    mapped = EVICTION_METHODS[treatment.method].params
+    params = {param: getattr(treatment, spec_field) for spec_field, param in mapped.items()}
+    return cast(EvictionMethod, cls(treatment.ratio, **params))

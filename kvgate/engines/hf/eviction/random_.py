@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, ScoringInputs, check_ratio
+from kvgate.engines.hf.eviction.base import ScoringInputs, check_ratio
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,3 @@ class RandomEviction:
         generator = torch.Generator(device="cpu").manual_seed(int(state) & (2**63 - 1))
         b, h, n, _ = inputs.keys.shape
         return torch.rand(b, h, n, generator=generator).to(inputs.keys.device)
-
-
-EVICTION_METHODS.register("random", RandomEviction)

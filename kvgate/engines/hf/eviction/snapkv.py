@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from kvgate.engines.hf.eviction.attention import grouped_attention, protect_recent
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, ScoringInputs, check_ratio
+from kvgate.engines.hf.eviction.base import ScoringInputs, check_ratio
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,3 @@ class SnapKV:
             pooled = pool(flat, self.kernel_size, stride=1, padding=self.kernel_size // 2)
             score = torch.cat([pooled.reshape(b, h, length), score[..., n - w :]], dim=-1)
         return protect_recent(score, w)
-
-
-EVICTION_METHODS.register("snapkv", SnapKV)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, ScoringInputs, check_ratio
+from kvgate.engines.hf.eviction.base import ScoringInputs, check_ratio
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,3 @@ class StreamingLLM:
         score = torch.arange(n, dtype=torch.float32).expand(b, h, n).clone()
         score[..., : self.sink_tokens] = float(n + 1)
         return score
-
-
-EVICTION_METHODS.register("streaming", StreamingLLM)

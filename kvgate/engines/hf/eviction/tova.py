@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from kvgate.engines.hf.eviction.attention import grouped_attention, protect_recent
-from kvgate.engines.hf.eviction.base import EVICTION_METHODS, ScoringInputs, check_ratio
+from kvgate.engines.hf.eviction.base import ScoringInputs, check_ratio
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,3 @@ class TOVA:
         n = inputs.n
         probs = grouped_attention(inputs.queries[:, :, -1:], inputs.keys, first=n - 1)
         return protect_recent(probs.mean(dim=(2, 3)), 1)
-
-
-EVICTION_METHODS.register("tova", TOVA)
