@@ -94,6 +94,28 @@ def headline(compare: dict[str, Any]) -> str:
     return text
 
 
+TERMINAL_ORDER = (0, 6, 1, 2, 3, 4, 5)
+"""Columns of cells() in the terminal's order: slice and change first, then the figures."""
+KEEP_FIRST = (0, 6, 3, 1, 5, 2, 4)
+"""Which columns stay when the terminal is narrow: slice, change, ΔCFR, counts, decision, CFR, upper."""
+
+
+def fitted(rows: list[list[str]], width: int) -> list[int]:
+    """The columns of cells() that fit in `width` (two cells between columns), in TERMINAL_ORDER; a
+    column is left out whole rather than cut."""
+    from rich.cells import cell_len
+
+    widths = [max(cell_len(HEADERS[1 + i]), *(cell_len(r[i]) for r in rows)) for i in range(len(HEADERS) - 1)]
+    chosen: list[int] = []
+    used = 0
+    for i in KEEP_FIRST:
+        if chosen and used + 2 + widths[i] > width:
+            continue
+        chosen.append(i)
+        used += widths[i] + (2 if len(chosen) > 1 else 0)
+    return [i for i in TERMINAL_ORDER if i in chosen]
+
+
 def render_compare_terminal(compare: dict[str, Any], console: Console) -> None:
     console.print(Text(headline(compare), style="bold"))
     for arm in compare["arms"]:
@@ -104,14 +126,20 @@ def render_compare_terminal(compare: dict[str, Any], console: Console) -> None:
             box=box.SIMPLE_HEAD,
             pad_edge=False,
         )
-        for i, header in enumerate(HEADERS[1:]):
+        body = [cells(s) for s in shown_slices(arm)]
+        columns = fitted(body, console.width)
+        for i in columns:
             table.add_column(
-                header, justify="right" if 1 <= i <= 4 else "left", no_wrap=i > 0, overflow="fold"
+                HEADERS[1 + i], justify="right" if 1 <= i <= 4 else "left", no_wrap=i > 0, overflow="fold"
             )
-        for s in shown_slices(arm):
-            row = cells(s)
-            table.add_row(*row[:-1], Text(row[-1], style=CHANGE_STYLE.get(row[-1], "")))
+        for row in body:
+            table.add_row(
+                *(Text(row[i], style=CHANGE_STYLE.get(row[i], "")) if i == 6 else row[i] for i in columns)
+            )
         console.print(table)
+        left_out = [HEADERS[1 + i] for i in range(len(HEADERS) - 1) if i not in columns]
+        if left_out:
+            console.print(Text(f"  not shown at this width: {', '.join(left_out)}", style="dim"))
 
 
 def compare_markdown(compare: dict[str, Any]) -> list[str]:
