@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kvgate.arrow_numpy import to_numpy
 from kvgate.errors import BadInput
 
 RATIO = 64
@@ -86,9 +87,10 @@ def _dense_bytes(column: pa.ChunkedArray) -> int:
         if not pa.types.is_dictionary(chunk.type):
             total += chunk.nbytes
             continue
-        lengths = pc.binary_length(chunk.dictionary).fill_null(0).to_numpy(zero_copy_only=False)
-        indices = chunk.indices.fill_null(0).to_numpy(zero_copy_only=False)
-        total += int(lengths.astype(np.int64)[indices].sum()) if len(lengths) else 0
+        # arrow_numpy, not pyarrow's to_numpy: that imports pandas, which `kvgate report` must not
+        lengths = to_numpy(pc.binary_length(chunk.dictionary), 0, np.int64)
+        indices = to_numpy(chunk.indices, 0, np.int64)
+        total += int(lengths[indices].sum()) if len(lengths) else 0
     return total
 
 
