@@ -1,8 +1,10 @@
-"""Name → item registries with "did you mean" on unknown names."""
+"""Name → item registries with "did you mean" on unknown names, and lazy "module:Class" entries whose
+module is imported only when the name is first asked for."""
 
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -19,14 +21,16 @@ def unknown_name(kind: str, name: str, known: list[str]) -> BadInput:
 
 
 class Registry(Generic[T]):
-    """An ordered mapping from names to items (factories or frozen specs)."""
+    """An ordered mapping from names to items (factories or frozen specs). `lazy` names items by
+    "module:Class"; the first `get` of such a name imports the module and keeps `Class()`."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, lazy: dict[str, str] | None = None) -> None:
         self.kind = kind
+        self._lazy = dict(lazy or {})
         self._items: dict[str, T] = {}
 
     def register(self, name: str, item: T) -> T:
-        if name in self._items:
+        if name in self._items or name in self._lazy:
             raise ValueError(f"{self.kind} {name!r} registered twice")
         self._items[name] = item
         return item
@@ -35,16 +39,18 @@ class Registry(Generic[T]):
         return lambda item: self.register(name, item)
 
     def get(self, name: str) -> T:
-        try:
-            return self._items[name]
-        except KeyError:
-            raise unknown_name(self.kind, name, list(self._items)) from None
+        if name not in self._items:
+            if name not in self._lazy:
+                raise unknown_name(self.kind, name, self.names())
+            module, _, attr = self._lazy[name].partition(":")
+            self._items[name] = getattr(importlib.import_module(module), attr)()
+        return self._items[name]
 
     def names(self) -> list[str]:
-        return list(self._items)
+        return list(dict.fromkeys([*self._lazy, *self._items]))
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items
+        return name in self._items or name in self._lazy
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(self.names())

@@ -49,19 +49,6 @@ class SuiteSpec:
     """The spec's TOML text, stored in the workload's metadata."""
 
 
-def _load_generators() -> None:
-    from kvgate.workload.generators import (  # noqa: F401  (each registers on import)
-        code,
-        common_words,
-        kv_retrieval,
-        needle,
-        passkey,
-        structured_output,
-        tool_call,
-        variable_tracking,
-    )
-
-
 def _sources(folder: Path) -> dict[str, Generator]:
     """The non-generator entry kinds, `[[dataset]]` and `[[trace]]` tables, reading files from `folder`."""
     from kvgate.workload.datasets import DatasetSource
@@ -86,7 +73,6 @@ def resolve_suite(name_or_path: str) -> SuiteSpec:
 
 
 def parse_suite(path: Path) -> SuiteSpec:
-    _load_generators()
     data = load_toml(path)
     where = str(path)
     sources = _sources(path.parent.absolute())

@@ -11,9 +11,6 @@ from real_tokenizer_params import CASES
 from kvgate.workload.chunked_encoding import ChunkedEncoder, splits_at_sentence_ends
 from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-from kvgate.workload.suites import _load_generators
-
-_load_generators()
 
 ADVERSARIAL = [
     "",

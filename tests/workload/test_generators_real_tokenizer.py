@@ -9,9 +9,6 @@ from real_tokenizer_params import CASES
 
 from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-from kvgate.workload.suites import _load_generators
-
-_load_generators()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -10,10 +10,8 @@ from kvgate.workload.case import CaseDraft
 from kvgate.workload.freeze import freeze_cases
 from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-from kvgate.workload.suites import _load_generators, resolve_suite
+from kvgate.workload.suites import resolve_suite
 from kvgate.workload.tokenizer import PromptTokenizer, WordTokenizer
-
-_load_generators()
 
 
 def shared(tok: PromptTokenizer, **overrides: object) -> list[CaseDraft]:

@@ -14,10 +14,8 @@ from kvgate.validators.registry import get_validator
 from kvgate.workload.case import CaseDraft
 from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.generators.code import TEMPLATES
-from kvgate.workload.suites import _load_generators
 from kvgate.workload.tokenizer import WordTokenizer
 
-_load_generators()
 TOK = WordTokenizer()
 
 SMALL: dict[str, dict[str, Any]] = {
@@ -290,3 +288,7 @@ def test_code_wrong_constant_fails_its_tests() -> None:
         verdict = validator(wrong, draft.expected, draft.validator_args)
         assert verdict.fail_kind == "mismatch", verdict
         assert draft.expected.count("assert ") == 6
+
+
+def test_every_generator_of_the_table_has_its_name() -> None:
+    assert all(GENERATORS.get(name).name == name for name in GENERATORS.names())

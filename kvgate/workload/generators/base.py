@@ -29,7 +29,21 @@ class Generator(Protocol):
     def generate(self, params: Any, rng: random.Random, tok: PromptTokenizer) -> list[CaseDraft]: ...
 
 
-GENERATORS: Registry[Generator] = Registry("generator")
+GENERATORS: Registry[Generator] = Registry(
+    "generator",
+    {
+        "code": "kvgate.workload.generators.code:CodeGenerator",
+        "common_words": "kvgate.workload.generators.common_words:CommonWordsGenerator",
+        "freq_words": "kvgate.workload.generators.common_words:FreqWordsGenerator",
+        "kv_retrieval": "kvgate.workload.generators.kv_retrieval:KVRetrievalGenerator",
+        "needle": "kvgate.workload.generators.needle:NeedleGenerator",
+        "passkey": "kvgate.workload.generators.passkey:PasskeyGenerator",
+        "structured_output": "kvgate.workload.generators.structured_output:StructuredOutputGenerator",
+        "tool_call": "kvgate.workload.generators.tool_call:ToolCallGenerator",
+        "variable_tracking": "kvgate.workload.generators.variable_tracking:VariableTrackingGenerator",
+    },
+)
+"""Every generator by name, its module imported when a suite first names it."""
 
 
 def param_names(params_type: type) -> set[str]:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_choice, check_depths, check_lengths, check_positive
 from kvgate.workload.generators.haystacks import HAYSTACKS
@@ -168,6 +167,3 @@ class CodeGenerator:
             question=request,
             haystack=p.haystack,
         )
-
-
-GENERATORS.register("code", CodeGenerator())

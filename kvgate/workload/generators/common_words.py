@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages
+from kvgate.workload.generators.base import Messages
 from kvgate.workload.generators.cells import Cell, cells, draft
 from kvgate.workload.generators.common import (
     ENGLISH_WORDS,
@@ -213,7 +213,3 @@ class FreqWordsGenerator:
             top_k=k,
             alpha=p.alpha,
         )
-
-
-GENERATORS.register("common_words", CommonWordsGenerator())
-GENERATORS.register("freq_words", FreqWordsGenerator())

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages
+from kvgate.workload.generators.base import Messages
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import (
     check_depths,
@@ -90,6 +90,3 @@ def _question(key: str) -> str:
         f'What is the value associated with the key "{key}" in the JSON object above? '
         "Answer with the value only."
     )
-
-
-GENERATORS.register("kv_retrieval", KVRetrievalGenerator())

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import (
     check_choice,
@@ -204,6 +203,3 @@ def _question(noun: str, asked: list[str]) -> str:
         f"What are all the special magic {noun} for {join_words(asked)} mentioned in the provided text? "
         f"Answer with the {noun} only."
     )
-
-
-GENERATORS.register("needle", NeedleGenerator())

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages, fit_to_length
+from kvgate.workload.generators.base import Messages, fit_to_length
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_depths, check_lengths, random_number
 from kvgate.workload.generators.haystacks import haystack_units
@@ -70,6 +70,3 @@ class PasskeyGenerator:
             expected=[key],
             question=QUESTION,
         )
-
-
-GENERATORS.register("passkey", PasskeyGenerator())

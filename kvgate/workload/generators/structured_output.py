@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS, Messages
+from kvgate.workload.generators.base import Messages
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_depths, check_lengths, check_positive, fit_within
 from kvgate.workload.generators.prompts import user_prompt
@@ -135,6 +135,3 @@ class StructuredOutputGenerator:
             expected=pinned_schema(target),
             question=question,
         )
-
-
-GENERATORS.register("structured_output", StructuredOutputGenerator())

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_choice, check_depths, check_lengths, check_positive
 from kvgate.workload.generators.haystacks import HAYSTACKS
@@ -174,6 +173,3 @@ class ToolCallGenerator:
             question=request,
             haystack=p.haystack,
         )
-
-
-GENERATORS.register("tool_call", ToolCallGenerator())

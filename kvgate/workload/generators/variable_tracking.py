@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import cache
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS
 from kvgate.workload.generators.cells import Cell, cells, draft
 from kvgate.workload.generators.common import (
     check_choice,
@@ -115,6 +114,3 @@ class VariableTrackingGenerator:
 @cache
 def _essay_text() -> str:
     return " ".join(essay_words()).lower()
-
-
-GENERATORS.register("variable_tracking", VariableTrackingGenerator())
