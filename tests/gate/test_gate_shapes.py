@@ -62,6 +62,20 @@ def test_errors_at_tau_stay_within_alpha_on_unequal_clusters(shape: str, per_clu
     assert false_accept <= ALPHA + 3 * SE and false_fail <= ALPHA + 3 * SE, (false_accept, false_fail)
 
 
+@pytest.mark.parametrize("rho", [0.3, 0.7])
+@pytest.mark.parametrize("shape", ["10x20+100x1", "1x60+140x1"])
+def test_errors_hold_at_intermediate_correlation(shape: str, rho: float) -> None:
+    """Failures inside a cluster neither independent nor whole: each cluster's rate drawn from a beta of
+    mean τ and ICC ρ. The estimated bound must cover ρ, or the Berger–Boos β pays for the miss."""
+    policy = Policy(min_control_passes=1)
+    sizes = sizes_of(SHAPES[shape])
+    rng = np.random.default_rng(13)
+    scale = 1 / rho - 1
+    rate = rng.beta(policy.tau * scale, (1 - policy.tau) * scale, size=(RUNS, sizes.size))
+    arm = decide(sizes, rng.binomial(np.broadcast_to(sizes, rate.shape), rate), policy)
+    assert np.mean(arm == PASS) <= ALPHA + 3 * SE and np.mean(arm == FAIL) <= ALPHA + 3 * SE
+
+
 def test_power_with_per_case_defects_follows_the_icc_bound() -> None:
     """Independent failures spread over ten clusters of 20 bound the ICC low; the power at 2τ stays below
     what 300 independent cases give (the ICC bound's price), but well above the worst case's."""
