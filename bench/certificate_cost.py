@@ -2,11 +2,13 @@
 certificate, the same arm without it and the full cache, side by side on the same cases.
 
 The same engine (embedded model, float32, one thread) runs each case under every arm, the arms' order
-rotating from case to case and the whole set repeated; per arm the median over repetitions of the summed
-latency over the summed generated tokens. Per token: the whole request (prefill included) over the tokens
-generated; decoding: the time after the first token over the tokens after it.
+rotating from case to case and from repetition to repetition, the whole set repeated; per arm the median
+over repetitions of the summed latency over the summed generated tokens. Per token: the whole request
+(prefill included) over the tokens generated; decoding: the time after the first token over the tokens
+after it.
 
-    .venv/bin/python bench/certificate_cost.py [--quick] [--device cpu|cuda] [--random-weights]
+    .venv/bin/python bench/certificate_cost.py [--quick] [--cases N] [--repeats R] [--device cpu|cuda]
+        [--random-weights]
 
 `--random-weights` builds the model from the embedded model's config with random weights (for a machine
 the weights cannot reach); its outputs are noise, so only the timing means anything there.
@@ -55,21 +57,25 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--random-weights", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cases", type=int, default=None, help="cases per suite (default 3, quick 1)")
+    parser.add_argument("--repeats", type=int, default=None, help="repetitions (default 5, quick 2)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     load_before = common.load_average()
     engine = support.engine(args.device, random_weights=args.random_weights)
-    count, repeats = (1, 2) if args.quick else (3, 2)
+    count = args.cases or (1 if args.quick else 3)
+    repeats = args.repeats or (2 if args.quick else 5)
     cases = support.sample_cases("smoke", count, 1100, 32) + support.sample_cases("ruler", count, 1100, 32)
     started = time.perf_counter()
     rows, data = [], {}
     for method in METHODS:
         treatments = arms(method)
         totals: dict[str, list[tuple[float, float, int]]] = {t.name: [] for t in treatments}
-        for _ in range(repeats):
+        for repeat in range(repeats):
             sums = {t.name: [0.0, 0.0, 0] for t in treatments}
             for index, case in enumerate(cases):
-                order = treatments[index % 3 :] + treatments[: index % 3]
+                turn = (index + repeat) % 3
+                order = treatments[turn:] + treatments[:turn]
                 for treatment in order:
                     g = timed(engine, treatment, case)
                     s = sums[treatment.name]

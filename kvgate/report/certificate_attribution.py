@@ -4,14 +4,14 @@ own (engines/hf/certificate).
 Among the cases the candidate fails (a usable pair), a cache-induced failure is one the control passes and
 an own failure one the control fails too. The primary score, declared before it was measured on a
 decisive workload, is the mean relative bound (`certificate_relative_bound_mean`): the bound divided by
-the retained output's norm ‖o_R‖, averaged over decoding steps, layers and heads. Its grounds: it measures
-how far attention moved in units of the output it moved, so neither a layer with large values nor the
-deterministic cap (largest dropped value norm + ‖o_R‖, a statistic of the prompt that binds the largest
-bound of most cases) dominates it, and it averages every cell rather than resting on one. The bound
-rather than the estimate because it is what the certificate guarantees. Beside it, on the same cases: the
-bound's max (the former primary), its mean, the mean relative estimate, and output confidence (−mean token
-logprob, the score of the arm's `confidence_auc`), what a reader could use without a certificate; and the
-mean share of cells whose bound is the cap. Each AUC is the chance that a cache-induced failure scores
+the retained output's norm ‖o_R‖, averaged over decoding steps, layers and heads. Its grounds
+(docs/certificate.md): it measures how far attention moved in units of the output it moved, so a layer
+with large values does not dominate it, and it averages every cell rather than resting on one extreme
+(the largest bound was mostly a cap set by the prompt's value norms); the bound rather than the estimate
+because it is what the certificate guarantees. Beside it, on the same cases: the bound's max (the former
+primary), its mean, the mean relative estimate, and output confidence (−mean token logprob, the score of
+the arm's `confidence_auc`), what a reader could use without a certificate; and the mean share of cells
+whose bound is the deterministic one. Each AUC is the chance that a cache-induced failure scores
 above an own failure (ties ½), with DeLong's interval at the policy's confidence (stats.roc); below
 MIN_PER_KIND failures of either kind no AUC is given. Rows stored before the relative columns are unscored.
 """

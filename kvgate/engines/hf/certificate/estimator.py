@@ -1,4 +1,4 @@
-"""The attention-output error of one decoding step, estimated and bounded from the dropped sample.
+"""The attention-output error of one decoding step, estimated and bounded from the dropped set.
 
 For a query q of one head, with logits a_j = scale · q·k_j, weights w_j = exp(a_j − lse_R) relative to the
 retained set R (so Σ_R w_j = 1), o_R the attention output over R and D the dropped entries, the full
@@ -6,30 +6,30 @@ cache's output is (o_R + Σ_D w_j v_j) / (1 + Z_D) with Z_D = Σ_D w_j, hence th
 
     e = ‖o_full − o_R‖ = ‖U‖ / (1 + Z_D),   U = Σ_D w_j (v_j − o_R)  ∈ R^D.
 
-Horvitz–Thompson (1952, JASA 47) totals over the Poisson sample S estimate U and Z_D without bias:
-Û = Σ_S u_j / π_j, Ẑ = Σ_S w_j / π_j; their ratio is the Hájek (1971) estimate of the dropped tail's mean
-value. Under Poisson sampling E‖Û − U‖² = Σ_D (1 − π_j)/π_j ‖u_j‖² and Var Ẑ = Σ_D (1 − π_j)/π_j w_j²,
-estimated without bias by σ̂²_U = Σ_S (1 − π_j)/π_j² ‖u_j‖² and σ̂²_Z = Σ_S (1 − π_j)/π_j² w_j² (Särndal
-et al. 1992, eq. 3.5.13). The estimate is the Hájek one, ê = ‖Û‖ / (1 + Ẑ). Its square overstates e² by
-the sampling noise of δ̂ = Û / (1 + Ẑ), whose linearised variance (Särndal et al. §5.6, the ratio's residuals
-r_j = w_j (v_j − o_R − δ̂)) is estimated by σ̂²_δ = Σ_S (1 − π_j)/π_j² ‖r_j‖² / (1 + Ẑ)²; the
-noise-corrected estimate is ẽ = √max(0, ‖δ̂‖² − σ̂²_δ), kept beside ê (bench/certificate_coverage.py
-measures both against the exact error). The bound spends δ = 1 − confidence half on each side, with
-inequalities that need no distributional shape (the weights are exponentials of logits, heavy-tailed, so
-a normal approximation is not assumed): Chebyshev's on the norm of Û − U,
-P(‖Û − U‖ ≥ λ σ) ≤ 1/λ², λ_U = √(2/δ); Cantelli's one-sided one on Ẑ, λ_Z = √(2/δ − 1). Then, with
-probability ≥ 1 − δ up to the plug-in of σ̂ for σ,
+The certificate keeps every dropped key with its value's norm, and the values of a Poisson sample S
+(sampling): each step's weights w_j over all of D, hence Z_D, are exact; only U needs the sample. Two
+bounds follow, and the certificate is the smaller:
 
-    e ≤ (‖Û‖ + λ_U σ̂_U) / (1 + max(0, Ẑ − λ_Z σ̂_Z)),
+- deterministic (triangle inequality): e ≤ Σ_D w_j (‖v_j‖ + ‖o_R‖) / (1 + Z_D), always;
+- probabilistic: the Horvitz–Thompson (1952, JASA 47) total Û = Σ_S w_j (v_j − o_R) / π_j is unbiased for
+  U with E‖Û − U‖² = Σ_D (1 − π_j)/π_j w_j² ‖v_j − o_R‖² ≤ σ²_max = Σ_D (1 − π_j)/π_j w_j² (‖v_j‖ +
+  ‖o_R‖)², known exactly from what is kept; Chebyshev's inequality, P(‖Û − U‖ ≥ λ σ_max) ≤ 1/λ² with
+  λ = √(1/δ), δ = 1 − confidence, gives e ≤ (‖Û‖ + λ σ_max) / (1 + Z_D) with probability ≥ 1 − δ.
 
-capped by the deterministic e ≤ max_D ‖v_j − o_R‖ ≤ max_D ‖v_j‖ + ‖o_R‖ (e is a share of that distance).
-Each cell also reports ‖o_R‖, so bound and estimate can be read relative to the output they perturb, and
-whether the cap (a statistic of the prompt's value norms, not of attention) is what binds.
-The floor on π keeps every term's weight 1/π_j finite, so σ is finite. What is bounded is the attention
+Neither rests on an estimate of the variance (no plug-in: a sample that misses a heavy entry cannot
+hide it, since the entry's weight is in σ_max and Z_D) nor on a distributional shape (the weights are
+exponentials of logits, heavy-tailed). `capped` marks the cells where the deterministic bound is the
+smaller. The estimate is Hájek's (1971): with Ẑ = Σ_S w_j / π_j, ê = ‖δ̂‖, δ̂ = Û / (1 + Ẑ), the
+ratio normalising itself (a sample that catches a heavy entry inflates both). Its square overstates e²
+by the sampling noise of δ̂, whose linearised variance (Särndal, Swensson and Wretman 1992, §5.6; the
+ratio's residuals r_j = w_j (v_j − o_R − δ̂)) is estimated by σ̂²_δ = Σ_S (1 − π_j)/π_j² ‖r_j‖² / (1 + Ẑ)²;
+the noise-corrected estimate is ẽ = √max(0, ‖δ̂‖² − σ̂²_δ) (the square root and the clamp bias it
+downward; bench/certificate_coverage.py measures both). Each cell also reports ‖o_R‖, so
+bound and estimate can be read relative to the output they perturb. What is bounded is the attention
 output of each head at each step, not the model's next token.
 
-Shapes: B batch, Hkv key heads, G query heads per key head, r retained entries, m sample slots, D head dim
-(L layers where every layer is certified at once).
+Shapes: B batch, Hkv key heads, G query heads per key head, r retained entries, m sample slots, d dropped
+entries, D head dim (L layers where every layer is certified at once).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from kvgate.engines.hf.certificate.sampling import DroppedSample
 @dataclass(frozen=True)
 class StepCertificate:
     """[B, Hkv, G] for one layer at one decoding step ([L, B, Hkv, G] for all layers): the estimate, the
-    noise-corrected estimate and the bound of the error, ‖o_R‖ the retained output's norm, `capped` where
-    the cap is the bound."""
+    bound, ‖o_R‖ the retained output's norm, `capped` where the deterministic bound is the smaller, and
+    the noise-corrected estimate."""
 
     estimate: torch.Tensor
     bound: torch.Tensor
@@ -55,10 +55,9 @@ class StepCertificate:
     corrected: torch.Tensor
 
 
-def multipliers(confidence: float) -> tuple[float, float]:
-    """(λ_U, λ_Z): Chebyshev's for the numerator and Cantelli's for the denominator, δ/2 each."""
-    delta = 1.0 - confidence
-    return math.sqrt(2.0 / delta), math.sqrt(2.0 / delta - 1.0)
+def multiplier(confidence: float) -> float:
+    """λ = √(1/δ): Chebyshev's multiplier for the sampled numerator at δ = 1 − confidence."""
+    return math.sqrt(1.0 / (1.0 - confidence))
 
 
 def retained_lse(queries: torch.Tensor, keys: torch.Tensor, scale: float) -> torch.Tensor:
@@ -92,30 +91,36 @@ def certify_with_lse(
     [L, B] for every layer at once, with the sample's tensors stacked the same way)."""
     q = queries.float()
     out = output.float()
-    logits = torch.matmul(q, sample.keys.transpose(-1, -2)) * scale  # [..., Hkv, G, m]
-    weights = torch.exp(logits - lse.unsqueeze(-1)) * sample.present.unsqueeze(-2)
+    shift = lse.unsqueeze(-1)
+    # Every dropped entry: exact weights [..., Hkv, G, d], the normaliser, the deterministic bound.
+    every = torch.exp(torch.matmul(q, sample.dropped_keys.transpose(-1, -2)) * scale - shift)
+    every = every * sample.dropped_present.unsqueeze(-2)
+    denominator = 1.0 + every.sum(dim=-1)  # 1 + Z_D
+    output_norm = out.norm(dim=-1)
+    radius = sample.dropped_value_norms.unsqueeze(-2) + output_norm.unsqueeze(-1)  # ‖v_j‖ + ‖o_R‖
+    deterministic = (every * radius).sum(dim=-1) / denominator
+    odds = ((1.0 - sample.dropped_inclusion) / sample.dropped_inclusion).unsqueeze(-2)
+    sigma_max = (odds * (every * radius).square()).sum(dim=-1).sqrt()
+    # The sample: Û [..., Hkv, G, D], the probabilistic bound, the Hájek estimate and its correction.
+    weights = torch.exp(torch.matmul(q, sample.keys.transpose(-1, -2)) * scale - shift)
+    weights = weights * sample.present.unsqueeze(-2)  # [..., Hkv, G, m]
     inv = (1.0 / sample.inclusion).unsqueeze(-2)  # [..., Hkv, 1, m]
-    coef = (1.0 - sample.inclusion).unsqueeze(-2) * inv * inv
     diff = sample.values.unsqueeze(-3) - out.unsqueeze(-2)  # [..., Hkv, G, m, D]
     scaled = weights * inv
-    numerator = torch.matmul(scaled.unsqueeze(-2), diff).squeeze(-2)  # Û [..., Hkv, G, D]
-    tail = scaled.sum(dim=-1)  # Ẑ [..., Hkv, G]
-    squared = weights * weights * coef
-    distance = diff.square().sum(dim=-1)  # ‖v_j − o_R‖² [..., Hkv, G, m]
-    sigma_u = (squared * distance).sum(dim=-1).sqrt()
-    sigma_z = squared.sum(dim=-1).sqrt()
-    lam_u, lam_z = multipliers(confidence)
-    norm = numerator.norm(dim=-1)
-    shift = numerator / (1.0 + tail).unsqueeze(-1)  # δ̂ = Û / (1 + Ẑ), the estimated o_full − o_R
-    cross = torch.matmul(diff, shift.unsqueeze(-1)).squeeze(-1)  # (v_j − o_R)·δ̂
-    residual = distance - 2.0 * cross + shift.square().sum(dim=-1, keepdim=True)  # ‖v_j − o_R − δ̂‖²
-    noise = (squared * residual).sum(dim=-1) / (1.0 + tail).square()
-    corrected = (shift.square().sum(dim=-1) - noise).clamp_min(0.0).sqrt()
-    bound = (norm + lam_u * sigma_u) / (1.0 + (tail - lam_z * sigma_z).clamp_min(0.0))
-    output_norm = out.norm(dim=-1)
-    cap = sample.value_radius.unsqueeze(-1) + output_norm
+    numerator = torch.matmul(scaled.unsqueeze(-2), diff).squeeze(-2)  # Û
+    probabilistic = (numerator.norm(dim=-1) + multiplier(confidence) * sigma_max) / denominator
+    hajek = 1.0 + scaled.sum(dim=-1)  # 1 + Ẑ
+    estimate = numerator / hajek.unsqueeze(-1)  # δ̂ = Û / (1 + Ẑ), the estimated o_full − o_R
+    squared = (1.0 - sample.inclusion).unsqueeze(-2) * scaled.square()
+    residual = (diff - estimate.unsqueeze(-2)).square().sum(dim=-1)  # ‖v_j − o_R − δ̂‖²
+    noise = (squared * residual).sum(dim=-1) / hajek.square()
+    corrected = (estimate.square().sum(dim=-1) - noise).clamp_min(0.0).sqrt()
     return StepCertificate(
-        norm / (1.0 + tail), torch.minimum(bound, cap), output_norm, cap < bound, corrected
+        estimate=estimate.norm(dim=-1),
+        bound=torch.minimum(deterministic, probabilistic),
+        output_norm=output_norm,
+        capped=deterministic < probabilistic,
+        corrected=corrected,
     )
 
 

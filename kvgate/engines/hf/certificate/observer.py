@@ -15,6 +15,7 @@ serves every draw).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,8 +125,11 @@ class DecodeCertificate:
         if self.replay:
             index = dropped.unsqueeze(-1).expand(-1, -1, -1, keys.shape[-1])
             self.dropped[layer] = (torch.gather(keys, 2, index), torch.gather(values, 2, index))
+            own = self.samples[layer]
             self.extra_samples[layer] = [
-                draw_sample(keys, values, dropped, inclusion, (*self.settings.seed, layer, draw))
+                _sharing_dropped(
+                    draw_sample(keys, values, dropped, inclusion, (*self.settings.seed, layer, draw)), own
+                )
                 for draw in range(1, self.draws)
             ]
 
@@ -216,10 +220,11 @@ class DecodeCertificate:
         index: int,
     ) -> None:
         """Each layer's exact error [B, Hkv, G] beside the step's certificate, and the draws covering it."""
-        if not self.extra_stacked and self.draws > 1:
-            layers = range(len(modules))
+        if not self.extra_stacked and self.draws > 1 and self.stacked is not None:
+            layers, own = range(len(modules)), self.stacked
             self.extra_stacked = [
-                stack_samples([self.extra_samples[i][d] for i in layers]) for d in range(self.draws - 1)
+                _sharing_dropped(stack_samples([self.extra_samples[i][d] for i in layers]), own)
+                for d in range(self.draws - 1)
             ]
         true = torch.stack(
             [
@@ -258,3 +263,15 @@ class DecodeCertificate:
             cap_share=float(torch.stack(self.capped).float().mean()),
             cells=bounds.numel(),
         )
+
+
+def _sharing_dropped(sample: DroppedSample, own: DroppedSample) -> DroppedSample:
+    """Another draw of the same dropped set: its sample, and `own`'s tensors of the whole dropped set (the
+    same values, kept once)."""
+    return dataclasses.replace(
+        sample,
+        dropped_keys=own.dropped_keys,
+        dropped_value_norms=own.dropped_value_norms,
+        dropped_inclusion=own.dropped_inclusion,
+        dropped_present=own.dropped_present,
+    )

@@ -9,6 +9,10 @@ and half with the uniform share (defensive importance sampling, Hesterberg, 1995
 scaled so the expected sample size is `share` · |D| (at least `min_size`), capped at 1 and floored at
 `floor`: no dropped entry is unreachable.
 
+Besides the sample, the certificate keeps every dropped entry's key, its value's norm and its π (not its
+value): at decode time the keys give every dropped entry's exact attention weight, so the normaliser is
+exact and the bound needs no estimate of the sample's variance (estimator).
+
 Shapes: B batch, Hkv key heads, Hq = Hkv · G query heads, n positions of the compressed span, k kept,
 d = n − k dropped (the same for every head), m the largest sample size over heads, D head dim.
 """
@@ -30,18 +34,22 @@ MIXTURE = 0.5
 
 @dataclass(frozen=True)
 class DroppedSample:
-    """One layer's sample of its dropped entries, padded to m per head.
+    """One layer's sample of its dropped entries, padded to m per head, and its whole dropped set's keys.
 
     keys, values: [B, Hkv, m, D] (padding rows are zeros); inclusion: [B, Hkv, m] π_j of each sampled
-    entry (1 on padding); present: [B, Hkv, m] bool, False on padding; value_radius: [B, Hkv] the largest
-    ‖v_j‖ over the whole dropped set (a deterministic bound used as a cap).
+    entry (1 on padding); present: [B, Hkv, m] bool, False on padding. Of every dropped entry (d per
+    head): dropped_keys [B, Hkv, d, D], dropped_value_norms [B, Hkv, d] ‖v_j‖, dropped_inclusion
+    [B, Hkv, d] π_j, dropped_present [B, Hkv, d] (False on padding when layers are stacked).
     """
 
     keys: torch.Tensor
     values: torch.Tensor
     inclusion: torch.Tensor
     present: torch.Tensor
-    value_radius: torch.Tensor
+    dropped_keys: torch.Tensor
+    dropped_value_norms: torch.Tensor
+    dropped_inclusion: torch.Tensor
+    dropped_present: torch.Tensor
 
 
 def attention_proxy(queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
@@ -94,13 +102,16 @@ def draw_sample(
     gathered_keys = torch.gather(keys, 2, index.unsqueeze(-1).expand(-1, -1, -1, dim))
     gathered_values = torch.gather(values, 2, index.unsqueeze(-1).expand(-1, -1, -1, dim))
     mask = present.unsqueeze(-1)
-    dropped_values = torch.gather(values, 2, dropped.unsqueeze(-1).expand(-1, -1, -1, dim))
+    every = dropped.unsqueeze(-1).expand(-1, -1, -1, dim)
     return DroppedSample(
         keys=torch.where(mask, gathered_keys, 0).float(),
         values=torch.where(mask, gathered_values, 0).float(),
         inclusion=torch.where(present, torch.gather(inclusion, -1, order), 1.0).float(),
         present=present,
-        value_radius=dropped_values.float().norm(dim=-1).amax(dim=-1),
+        dropped_keys=torch.gather(keys, 2, every).float(),
+        dropped_value_norms=torch.gather(values, 2, every).float().norm(dim=-1),
+        dropped_inclusion=inclusion.float(),
+        dropped_present=torch.ones_like(dropped, dtype=torch.bool),
     )
 
 
@@ -118,21 +129,27 @@ def dropped_indices(kept: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def stack_samples(samples: list[DroppedSample]) -> DroppedSample:
-    """Every layer's sample in one, padded to the largest m: tensors [L, B, Hkv, m, …], value_radius
-    [L, B, Hkv]."""
+    """Every layer's sample in one, padded to the largest m (and d): tensors [L, B, Hkv, m or d, …]."""
     m = max(s.keys.shape[2] for s in samples)
+    d = max(s.dropped_keys.shape[2] for s in samples)
 
-    def pad(t: torch.Tensor, value: float | bool) -> torch.Tensor:
-        extra = m - t.shape[2]
+    def pad(t: torch.Tensor, value: float | bool, size: int) -> torch.Tensor:
+        extra = size - t.shape[2]
         if extra == 0:
             return t
         shape = (*t.shape[:2], extra, *t.shape[3:])
         return torch.cat([t, torch.full(shape, value, dtype=t.dtype, device=t.device)], dim=2)
 
+    def stacked(name: str, value: float | bool, size: int) -> torch.Tensor:
+        return torch.stack([pad(getattr(s, name), value, size) for s in samples])
+
     return DroppedSample(
-        keys=torch.stack([pad(s.keys, 0.0) for s in samples]),
-        values=torch.stack([pad(s.values, 0.0) for s in samples]),
-        inclusion=torch.stack([pad(s.inclusion, 1.0) for s in samples]),
-        present=torch.stack([pad(s.present, False) for s in samples]),
-        value_radius=torch.stack([s.value_radius for s in samples]),
+        keys=stacked("keys", 0.0, m),
+        values=stacked("values", 0.0, m),
+        inclusion=stacked("inclusion", 1.0, m),
+        present=stacked("present", False, m),
+        dropped_keys=stacked("dropped_keys", 0.0, d),
+        dropped_value_norms=stacked("dropped_value_norms", 0.0, d),
+        dropped_inclusion=stacked("dropped_inclusion", 1.0, d),
+        dropped_present=stacked("dropped_present", False, d),
     )
