@@ -20,6 +20,8 @@ GGML_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "
 """llama.cpp's KV cache types (its `--cache-type-k` / `--cache-type-v` names): floats, and GGML's block
 formats, each storing 32 values with their own scale (q8_0: 8-bit; q4_0, q5_0: 4 and 5 bits, symmetric;
 q4_1, q5_1: with an offset; iq4_nl: 4-bit indices into a non-linear table)."""
+GGML_BLOCK_TYPES = GGML_KV_TYPES[3:]
+"""The GGML types that quantise (all but f32, f16 and bf16)."""
 KV_DTYPES = (*FP8_DTYPES, *GGML_KV_TYPES)
 SCALES = ("tensor", "head", "token", "block")
 CERTIFICATE_KEYS = ("certificate", "certificate_share", "certificate_floor", "certificate_confidence")

@@ -13,6 +13,11 @@ only with it), freed when the session closes. One case, in order:
 4. offload: the sequence's state to host memory or disk and back, checksummed (`state_offload.py`);
 5. decode greedily from the prefill's logits until an end-of-generation token or `max_new_tokens`.
 
+Each case's proof of treatment (`report/proof.py`) is llama.cpp's: the sequence state's bytes after the
+treatment (`kv_bytes`), the KV types (`kv_dtype`, "K+V" when they differ), the positions held in a block
+type (`n_kv_quantized`), and the offloaded positions in blocks of the offload's `block_size`, written and
+read back once the checksum held (`n_tier_written`, `n_tier_read`).
+
 llama.cpp's counters are checked on every case (`counters.py`): cached plus evaluated prompt tokens make the
 prompt, a non-reuse arm never starts with positions of an earlier case; and once per session the KV types
 llama.cpp reported allocating, and the bytes a cached token takes in its state, are the arm's. A
@@ -46,7 +51,15 @@ from kvgate.engines.llamacpp.prefix_store import PrefixStore
 from kvgate.engines.llamacpp.state_offload import round_trip
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec
-from kvgate.treatments.spec import GGML_KV_TYPES, Eviction, Offload, Quantize, Reuse, Treatment
+from kvgate.treatments.spec import (
+    GGML_BLOCK_TYPES,
+    GGML_KV_TYPES,
+    Eviction,
+    Offload,
+    Quantize,
+    Reuse,
+    Treatment,
+)
 from kvgate.workload.case import Case
 
 N_CTX = 4096
@@ -214,6 +227,9 @@ class LlamaCppSession:
         self.engine, self.setup = engine, setup
         parts = setup.treatment.parts()
         self.kv_types = arm_kv_types(setup.treatment)
+        k, v = self.kv_types
+        self.kv_dtype = k if k == v else f"{k}+{v}"
+        self.quantised = k in GGML_BLOCK_TYPES or v in GGML_BLOCK_TYPES
         self.eviction = next((p for p in parts if isinstance(p, Eviction)), None)
         self.offload = next((p for p in parts if isinstance(p, Offload)), None)
         self.reuses = any(isinstance(p, Reuse) for p in parts)
@@ -286,14 +302,18 @@ class LlamaCppSession:
         if logits is None:
             raise RuntimeError("prefill produced no logits")
         kept = ctx.cached()
+        kv_bytes = ctx.state_size() - self.empty_state_size
+        blocks = 0
         if self.offload is not None:
             kept_ids = [ids[p] for p in shift.kept_positions()] + ids[span:] if shift else ids
             corrupt = bool(self.setup.faults.get(CORRUPT_OFFLOAD_FAULT, False))
             round_trip(ctx, self.offload.tier, self.directory, kept_ids, plant_corruption=corrupt)
+            blocks = -(-kept // self.offload.block_size)  # every position went out and came back
         tokens, logprobs, ttft = self._decode(case, logits, kept, start)
         if tokens is None:
             return Generation.timeout(case, float(self.engine.timeout_s or 0), time.perf_counter() - start)
         latency = time.perf_counter() - start
+        held = ctx.cached()  # the prompt's kept positions and the generated tokens decoded into the cache
         if self.store is not None:
             ctx.remove(n)  # leave the prompt alone in the context: the next case may reuse its prefix
         return Generation(
@@ -306,6 +326,12 @@ class LlamaCppSession:
             latency_s=latency,
             mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
             min_logprob=min(logprobs) if logprobs else None,
+            kv_bytes=kv_bytes,
+            kv_dtype=self.kv_dtype,
+            n_kv_quantized=held if self.quantised else 0,
+            n_tier_written=blocks,
+            n_tier_read=blocks,
+            n_spans_reused=0,
         )
 
     def _decode(

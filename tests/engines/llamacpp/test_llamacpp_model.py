@@ -81,6 +81,7 @@ def test_the_control_answers_from_an_empty_cache_every_case(
     assert all(g.error is None for g in control), [g.error for g in control]
     assert [g.n_cached_tokens for g in control] == [0] * len(cases)
     assert [g.n_prompt_tokens for g in control] == [len(c.prompt_token_ids or ()) for c in cases]
+    assert {(g.kv_dtype, g.n_kv_quantized, g.n_tier_read) for g in control} == {("f16", 0, 0)}
     answered = sum(str(c.expected[0]) in g.output_text for c, g in zip(cases, control, strict=True))
     assert answered >= len(cases) // 2, [g.output_text for g in control]
 
@@ -109,14 +110,16 @@ def test_offload_round_trips_the_state_and_answers_as_the_control(
 ) -> None:
     out = run(engine, Offload(f"offload-{tier}", tier=tier), cases[:2])
     assert [g.output_token_ids for g in out] == [g.output_token_ids for g in control[:2]]
+    assert all(g.n_tier_read == g.n_tier_written == -(-g.n_kv_entries_kept // 16) for g in out)
     corrupt = run(engine, Offload("bad", tier=tier), cases[:1], faults={CORRUPT_OFFLOAD_FAULT: True})
     assert corrupt[0].error is not None and "offload" in corrupt[0].error
 
 
-@pytest.mark.parametrize("dtype", ["q8_0", "q4_0"])
+@pytest.mark.parametrize(("dtype", "share"), [("q8_0", 34 / 64), ("q4_0", 18 / 64)])
 def test_quantised_kv_is_what_llama_cpp_allocates(
-    engine: LlamaCppEngine, cases: list[Case], dtype: str
+    engine: LlamaCppEngine, cases: list[Case], control: list[Generation], dtype: str, share: float
 ) -> None:
+    """The state's bytes per value against f16's 2: a 32-value block takes 34 bytes (q8_0), 18 (q4_0)."""
     treatment = Quantize(dtype, dtype=dtype)
     session = engine.open(ArmSetup(dtype, 0, treatment, f"test:{dtype}"))
     try:
@@ -126,6 +129,10 @@ def test_quantised_kv_is_what_llama_cpp_allocates(
     finally:
         session.close()
     assert all(g.error is None and g.n_cached_tokens == 0 for g in out)
+    for gen, full in zip(out, control, strict=False):
+        assert gen.kv_dtype == dtype and gen.n_kv_quantized and gen.n_kv_quantized > gen.n_prompt_tokens
+        assert gen.kv_bytes and full.kv_bytes
+        assert gen.kv_bytes / full.kv_bytes == pytest.approx(share, abs=0.02)
 
 
 def test_k_and_v_in_their_own_types(engine: LlamaCppEngine, cases: list[Case]) -> None:
