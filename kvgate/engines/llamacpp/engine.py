@@ -62,7 +62,8 @@ from kvgate.treatments.spec import (
 )
 from kvgate.workload.case import Case
 
-N_CTX = 4096
+N_CTX = 8192
+"""Most positions a context holds unless -E n_ctx says otherwise (the model's training context if less)."""
 N_BATCH = 512
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of a reuse arm's stored prompt states (LRU beyond it)."""
@@ -98,8 +99,9 @@ def gguf_file(model: ModelSpec) -> Path:
 
 class LlamaCppEngine:
     """llama.cpp through llama-cpp-python. Options (`-E key=value`): threads, n_ctx (positions per
-    context), n_batch (prompt tokens per evaluation), flash_attn, n_gpu_layers, reuse_cache_bytes (a reuse
-    arm's stored states), timeout_s (a case still decoding after it is stored as a timeout)."""
+    context; default the model's training context, at most N_CTX), n_batch (prompt tokens per evaluation),
+    flash_attn, n_gpu_layers, reuse_cache_bytes (a reuse arm's stored states), timeout_s (a case still
+    decoding after it is stored as a timeout)."""
 
     name = "llamacpp"
 
@@ -108,7 +110,7 @@ class LlamaCppEngine:
         model: ModelSpec,
         /,
         threads: int | None = None,
-        n_ctx: int = N_CTX,
+        n_ctx: int | None = None,
         n_batch: int = N_BATCH,
         flash_attn: bool = True,
         n_gpu_layers: int = 0,
@@ -123,12 +125,9 @@ class LlamaCppEngine:
             raise BadInput(
                 f"llamacpp engine: reuse_cache_bytes must be an integer ≥ 0, got {reuse_cache_bytes!r}"
             )
-        self.settings = ContextSettings(
-            n_ctx=_positive("n_ctx", n_ctx),
-            n_batch=min(_positive("n_batch", n_batch), n_ctx),
-            threads=_positive("threads", threads) if threads is not None else default_threads(),
-            flash_attn=flash_attn,
-        )
+        positions = None if n_ctx is None else _positive("n_ctx", n_ctx)
+        batch = _positive("n_batch", n_batch)
+        cpu_threads = _positive("threads", threads) if threads is not None else default_threads()
         self.n_gpu_layers = n_gpu_layers
         self.reuse_cache_bytes = reuse_cache_bytes
         self.timeout_s = check_timeout("llamacpp", timeout_s)
@@ -138,6 +137,8 @@ class LlamaCppEngine:
             self.model = GGUFModel(self.path, n_gpu_layers)
         except ValueError as exc:
             raise BadInput(f"llamacpp engine: {exc}") from None
+        positions = positions or min(self.model.n_ctx_train or N_CTX, N_CTX)
+        self.settings = ContextSettings(positions, min(batch, positions), cpu_threads, flash_attn)
         self.row_values = _kv_row_values(self.model)
         self.can_shift = self._probe_shift()
 

@@ -185,8 +185,9 @@ def test_a_gguf_file_by_path_answers_as_the_embedded_model(
 ) -> None:
     model = resolve_model(str(engine.path))
     assert model.is_gguf() and model.gguf_path() == engine.path.resolve()
-    by_path = LlamaCppEngine(model, threads=1, n_ctx=1024)
+    by_path = LlamaCppEngine(model, threads=1)
     try:
+        assert by_path.settings.n_ctx == by_path.model.n_ctx_train == 8192  # the model's, by default
         assert run(by_path, Full("full"), cases[:1])[0].output_token_ids == control[0].output_token_ids
     finally:
         by_path.close()
