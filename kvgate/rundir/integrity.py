@@ -55,7 +55,7 @@ def verify_run(run_dir: Path, manifest: dict[str, Any], parts: bool = True) -> P
             f"run {run_dir} has no results folder of its own: not a complete run; "
             f"`kvgate run --resume {run_dir}` generates its rows"
         )
-    listed = read_index(results)
+    listed = read_index(results, manifest["run_id"])
     _verify_workload(manifest)
     check = PartCheck(results, manifest["run_id"], listed)
     _verify_parts(run_dir, check, parts)

@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from kvgate.bounded_file import load_json
 from kvgate.errors import BadInput
 from kvgate.workload.schema import atomic_write
@@ -70,26 +72,59 @@ def key_of(results: Path, part: Path) -> str:
     return part.relative_to(results).as_posix()
 
 
-def read_index(results: Path) -> dict[str, dict[str, Any]]:
-    """The index's parts (empty when there is no index yet); a malformed index is a BadInput."""
+INDEX_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["run_id", "parts"],
+    "properties": {
+        "run_id": {"type": ["string", "null"]},
+        "parts": {
+            "type": "object",
+            "propertyNames": {
+                "pattern": r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}/part-\d{5,}(-\d{5,})?\.parquet$"
+            },
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["sha256", "rows"],
+                "properties": {
+                    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    "rows": {"type": "integer", "minimum": 0},
+                },
+            },
+        },
+    },
+}
+"""Every field of the index, as `write_index` writes it: a part key is `<arm>/part-….parquet`."""
+
+
+def read_index(results: Path, run_id: str | None = None) -> dict[str, dict[str, Any]]:
+    """The index's parts (empty when there is no index yet); an index that does not fit INDEX_SCHEMA,
+    or names another run than `run_id` (when given), is a BadInput naming the field."""
     path = index_path(results)
     try:
         data = load_json(path, MAX_JSON_BYTES, "result index")
     except FileNotFoundError:
         return {}
-    parts = data.get("parts") if isinstance(data, dict) else None
-    if not isinstance(parts, dict) or not all(_entry_ok(e) for e in parts.values()):
-        raise BadInput(f"result index {path} is malformed")
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+    if error is not None:
+        field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise BadInput(f"result index {path} is malformed at {field}: {error.message[:120]}")
+    parts: dict[str, dict[str, Any]] = data["parts"]
+    if not all(_entry_ok(e) for e in parts.values()):
+        raise BadInput(f"result index {path} is malformed: a row count is not an integer")
+    if run_id is not None and data["run_id"] != run_id:
+        raise BadInput(
+            f"result index {path} belongs to run {data['run_id']!r}, not {run_id}: it was replaced"
+        )
     return parts
 
 
 def _entry_ok(entry: Any) -> bool:
-    return (
-        isinstance(entry, dict)
-        and isinstance(entry.get("sha256"), str)
-        and isinstance(entry.get("rows"), int)
-        and not isinstance(entry.get("rows"), bool)
-    )
+    return isinstance(entry["rows"], int) and not isinstance(entry["rows"], bool)
+
+
+_VALIDATOR = jsonschema.Draft202012Validator(INDEX_SCHEMA)
 
 
 def write_index(results: Path, run_id: str | None, parts: dict[str, dict[str, Any]]) -> None:

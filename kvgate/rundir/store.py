@@ -279,7 +279,7 @@ def reconcile(run_dir: Path, run_id: str) -> list[Path]:
     Returns the parts adopted.
     """
     results = results_dir(run_dir)
-    listed = read_index(results)
+    listed = read_index(results, run_id)
     parts: dict[str, dict[str, Any]] = {}
     adopted = []
     for arm_dir in _arm_dirs(run_dir):
@@ -343,12 +343,28 @@ def _read_part(path: Path) -> pa.Table:
         raise BadInput(
             f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
         ) from None
-    for older in OLDER_SCHEMAS.values():
-        if table.schema.equals(older, check_metadata=False):
-            return _upgrade(table)
-    if not table.schema.equals(RESULT_SCHEMA, check_metadata=False):
-        raise BadInput(f"result part {path} does not have the result schema")
-    return table
+    version = _declared_version(table.schema.metadata, path)
+    known = {**OLDER_SCHEMAS, RESULT_SCHEMA_VERSION: RESULT_SCHEMA}
+    candidates = [known[version]] if version is not None else list(known.values())  # none: by columns
+    schema = next((s for s in candidates if table.schema.equals(s, check_metadata=False)), None)
+    if schema is None:
+        raise BadInput(f"result part {path} does not have the result schema (version {version or 'any'})")
+    return table if schema is RESULT_SCHEMA else _upgrade(table)
+
+
+def _declared_version(metadata: dict[bytes, bytes] | None, path: Path) -> int | None:
+    """The result schema version a part declares (None when it declares none: it is read by its
+    columns, as version 1 parts are); an unknown or newer one is a BadInput, never read as another."""
+    raw = (metadata or {}).get(RESULT_VERSION_KEY)
+    if raw is None:
+        return None
+    text = raw.decode("ascii", "replace")
+    if not text.isdigit() or not 1 <= int(text) <= RESULT_SCHEMA_VERSION:
+        raise BadInput(
+            f"result part {path} declares result schema version {text[:20]!r}; this kvgate reads 1 to "
+            f"{RESULT_SCHEMA_VERSION}: report it with the kvgate that wrote it (or a newer one)"
+        )
+    return int(text)
 
 
 def _upgrade(table: pa.Table) -> pa.Table:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvgate import __version__
 from kvgate.engines.capability import check_capable
 from kvgate.engines.options import check_engine_options
 from kvgate.engines.registry import DEFAULT_ENGINE, engine_info
@@ -50,6 +51,9 @@ from kvgate.workload.schema import read_workload
 from kvgate.workload.selection import select_cases
 
 DEFAULT_SUITE = "smoke"
+RESUMABLE_FROM: frozenset[str] = frozenset()
+"""Other kvgate versions whose runs this one may resume: their manifest, index and result parts are
+formats this version reads and writes the same way (none yet: 0.1.0 is the only release)."""
 
 
 @dataclass
@@ -98,6 +102,21 @@ def default_workload(model: ModelSpec, engine: str, runs_dir: Path) -> Path:
     if not path.exists():
         freeze([DEFAULT_SUITE], path, tok, seed=0)
     return path
+
+
+def version_skew(run_dir: Path, stored: dict[str, Any]) -> str:
+    """ "" when the run was made by this kvgate; a line saying so when by a version whose formats this one
+    declares compatible (RESUMABLE_FROM); any other version is refused: its parts and manifest may mean
+    something else."""
+    made_by = stored.get("kvgate_version")
+    if made_by == __version__:
+        return ""
+    if made_by in RESUMABLE_FROM:
+        return f"resuming a run made by kvgate {made_by} with kvgate {__version__} (formats compatible)"
+    raise BadInput(
+        f"cannot resume {run_dir}: it was made by kvgate {str(made_by)[:40]!r}, whose formats kvgate "
+        f"{__version__} does not declare compatible; finish it with that version, or start a new run"
+    )
 
 
 def resolve_inputs(opts: RunOptions, stored: dict[str, Any] | None) -> Inputs:
@@ -176,6 +195,10 @@ def run_job(
         if value is not None and not value.strip():
             raise BadInput(f"{option} is empty: name one, or leave the option out for the default")
     stored = read_manifest(opts.resume) if opts.resume is not None else None
+    if stored is not None and opts.resume is not None:
+        skew = version_skew(opts.resume, stored)
+        if skew and notice is not None:
+            notice(skew)
     inputs = resolve_inputs(opts, stored)
     if inputs.policy.sequential and executor.name != "local":
         raise BadInput(

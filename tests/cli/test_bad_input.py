@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -382,3 +384,80 @@ def test_a_ray_that_cannot_start_is_an_engine_error_with_its_reason(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 4, done.stderr[-300:]
     assert "kvgate: error: Ray did not start: FileNotFoundError" in done.stderr, done.stderr[-300:]
+
+
+def _edit_json(path: Path, edit: Any) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def _first_part(data: dict[str, Any]) -> dict[str, Any]:
+    return data["parts"][next(iter(data["parts"]))]
+
+
+INDEX_FIELDS = {
+    "an unknown top-level key": (lambda d: d.update(extra=1), "malformed at (top level)"),
+    "no run_id": (lambda d: d.pop("run_id"), "malformed at (top level)"),
+    "another run's id": (lambda d: d.update(run_id="20990101T000000.000Z-000000000000"), "belongs to run"),
+    "a sha256 that is no digest": (lambda d: _first_part(d).update(sha256="xyz"), "malformed at parts/"),
+    "negative rows": (lambda d: _first_part(d).update(rows=-1), "malformed at parts/"),
+    "an unknown entry key": (lambda d: _first_part(d).update(note="x"), "malformed at parts/"),
+    "a key outside results": (
+        lambda d: d["parts"].update({"../x/part-00000.parquet": {}}),
+        "malformed at parts",
+    ),
+}
+
+
+@pytest.mark.parametrize("field", sorted(INDEX_FIELDS))
+@pytest.mark.parametrize("command", ["report", "run --resume"])
+def test_every_index_field_is_checked(tmp_path: Path, finished_run: Path, field: str, command: str) -> None:
+    """Some index fields were never checked on read (its run id, an entry's other keys, a digest's form)."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    edit, message = INDEX_FIELDS[field]
+    _edit_json(run_dir / "results" / "index.json", edit)
+    args = ["report", str(run_dir)] if command == "report" else ["run", "--resume", str(run_dir), "--quiet"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    assert message in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize("declared", [b"5", b"99", b"two", b""])
+def test_a_part_of_an_unknown_result_version_is_refused(
+    tmp_path: Path, finished_run: Path, declared: bytes
+) -> None:
+    """A part declaring an unknown row version was read as version 2."""
+    import pyarrow.parquet as pq
+
+    from kvgate.rundir.part_index import entry, read_index, write_index
+    from kvgate.rundir.store import RESULT_VERSION_KEY
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    results = run_dir / "results"
+    part = next(results.glob("*/part-*.parquet"))
+    table = pq.read_table(part)
+    pq.write_table(
+        table.replace_schema_metadata({**table.schema.metadata, RESULT_VERSION_KEY: declared}), part
+    )
+    parts = read_index(results)  # listed again with its new checksum: only the version is wrong
+    parts[part.relative_to(results).as_posix()] = entry(part, table.num_rows)
+    write_index(results, json.loads((run_dir / "manifest.json").read_text())["run_id"], parts)
+    result = CliRunner().invoke(cli, ["report", str(run_dir)])
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    assert "declares result schema version" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("version", ["0.0.9", "9.9.9"])
+def test_resuming_a_run_of_another_kvgate_version_is_refused(
+    tmp_path: Path, finished_run: Path, version: str
+) -> None:
+    """A run made by another kvgate version was resumed silently (its formats may differ)."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    _edit_json(run_dir / "manifest.json", lambda m: m.update(kvgate_version=version))
+    result = CliRunner().invoke(cli, ["run", "--resume", str(run_dir), "--quiet"])
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    assert f"it was made by kvgate '{version}'" in result.stderr and result.stderr.count("\n") == 1
