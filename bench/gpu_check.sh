@@ -125,6 +125,17 @@ if [[ "$BATCHED" -ne 0 ]]; then
   echo "gpu_check: bench/batched_hf.py exited $BATCHED (outputs differ, or it failed)" >&2
 fi
 
+# The attention-error certificate on CUDA: seconds per generated token of StreamingLLM and SnapKV at 50%
+# with and without it, alternated repetitions (writes bench/results/certificate_cost_cuda.json).
+echo "== hf engine on CUDA: attention-error certificate cost"
+set +e
+"$PY" "$ROOT/bench/certificate_cost.py" --device cuda --cases 3 --repeats 5
+CERTIFICATE=$?
+set -e
+if [[ "$CERTIFICATE" -ne 0 ]]; then
+  echo "gpu_check: bench/certificate_cost.py exited $CERTIFICATE" >&2
+fi
+
 case "$STATUS" in
   0 | 1 | 3) echo "== gpu_check: every arm ran with counters matching its arm (gate exit $STATUS)"; exit 0 ;;
   *) echo "== gpu_check: kvgate run exited $STATUS" >&2; exit "$STATUS" ;;
