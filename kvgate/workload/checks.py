@@ -69,5 +69,27 @@ def check_cases(cases: Sequence[Case], where: str) -> None:
                 f"{where}: case {case.case_id!r} has max_new_tokens {case.max_new_tokens}, "
                 f"not in [1, {MAX_NEW_TOKENS}]"
             )
-        if not all(isinstance(m, dict) for m in case.messages):
+        if not case.messages or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in case.messages
+        ):
             raise BadInput(f"{where}: case {case.case_id!r} has messages that are not chat messages")
+        _check_tokens(case, where)
+
+
+MAX_TOKEN_ID = (1 << 31) - 1
+
+
+def _check_tokens(case: Any, where: str) -> None:
+    """Token ids in [0, 2^31), as many as `n_prompt_tokens` says, and `question_start` inside them."""
+    ids, n, start = case.prompt_token_ids, case.n_prompt_tokens, case.question_start
+    here = f"{where}: case {case.case_id!r}"
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise BadInput(f"{here} has n_prompt_tokens {n!r}, not a count")
+    if ids is not None:
+        if n is not None and len(ids) != n:
+            raise BadInput(f"{here} has {len(ids)} token ids but n_prompt_tokens {n}")
+        if ids and not 0 <= min(ids) <= max(ids) <= MAX_TOKEN_ID:
+            raise BadInput(f"{here} has a token id outside [0, 2^31)")
+    known = n if n is not None else None if ids is None else len(ids)
+    if start is not None and known is not None and not 0 <= start <= known:
+        raise BadInput(f"{here} has question_start {start}, outside its prompt")

@@ -461,3 +461,35 @@ def test_resuming_a_run_of_another_kvgate_version_is_refused(
     result = CliRunner().invoke(cli, ["run", "--resume", str(run_dir), "--quiet"])
     assert result.exit_code == 2, (result.exit_code, result.output[-300:])
     assert f"it was made by kvgate '{version}'" in result.stderr and result.stderr.count("\n") == 1
+
+
+FORGED = {
+    "n_prompt_tokens not its ids' count": lambda c: {"n_prompt_tokens": (c.n_prompt_tokens or 0) + 1},
+    "a negative token id": lambda c: {"prompt_token_ids": (-5, *(c.prompt_token_ids or ())[1:])},
+    "question_start past the prompt": lambda c: {"question_start": (c.n_prompt_tokens or 0) + 10},
+    "no messages": lambda c: {"messages": ()},
+    "a message without a role": lambda c: {"messages": ({"content": "hi"},)},
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(FORGED))
+def test_forged_workload_values_are_refused_at_read_as_at_write(
+    tmp_path: Path, smoke_workload: Path, forgery: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workload rewritten with values the schema forbids and its content sha256 recomputed was partly
+    accepted; `write_workload` refuses the same values."""
+    import dataclasses
+
+    from kvgate.errors import BadInput
+    from kvgate.workload import schema
+
+    cases = list(schema.read_workload(smoke_workload).cases)
+    cases[0] = dataclasses.replace(cases[0], **FORGED[forgery](cases[0]))
+    with pytest.raises(BadInput):
+        schema.write_workload(cases, tmp_path / "refused.parquet", {"tokenizer": "words", "suites": {}})
+    original = schema.read_workload(smoke_workload)
+    monkeypatch.setattr(schema, "check_cases", lambda cases, where: None)  # the forger's own writer
+    schema.write_workload(cases, tmp_path / "forged.parquet", dict(original.meta))
+    monkeypatch.undo()
+    result = CliRunner().invoke(cli, ["freeze", "--check", str(tmp_path / "forged.parquet")])
+    assert result.exit_code == 2 and f"case {cases[0].case_id!r}" in result.stderr, result.output

@@ -92,9 +92,11 @@ def test_read_token_ids_equal_the_frozen_ones_and_share_int_objects(tmp_path: Pa
     large = (2**31 - 1, 5, 2**31 - 1)  # beyond any vocabulary (WordTokenizer's crc32 ids): kept as read
     for name, ids in (("small", small), ("large", large)):
         cases = [
-            replace(first, case_id=f"{name}0", prompt_token_ids=ids, n_prompt_tokens=len(ids)),
+            replace(
+                first, case_id=f"{name}0", prompt_token_ids=ids, n_prompt_tokens=len(ids), question_start=None
+            ),
             replace(second, case_id=f"{name}1", prompt_token_ids=None, n_prompt_tokens=None),
-            replace(third, case_id=f"{name}2", prompt_token_ids=(), n_prompt_tokens=0),
+            replace(third, case_id=f"{name}2", prompt_token_ids=(), n_prompt_tokens=0, question_start=None),
         ]
         write_workload(cases, tmp_path / f"{name}.parquet", {})
         read = read_workload(tmp_path / f"{name}.parquet").cases
