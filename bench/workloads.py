@@ -98,6 +98,26 @@ GROWTH_MATRIX = (
 GROWTH_ARMS = (("full", 0), ("full", 1), ("streaming-50", 0), ("fp8-e4m3", 0))
 
 
+def proof_columns(arm: str, n_cases: int, kept: int, n_output: int) -> dict[str, Any]:
+    """The treatment counters the fake engine stores for the growth matrix's arms (bfloat16 KV; FP8 half
+    the bytes, every prompt and output entry quantised; no tier, no spans)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from kvgate.engines.fake import KV_BYTES_PER_ENTRY
+
+    fp8 = arm == "fp8-e4m3"
+    zeros = pa.array(np.zeros(n_cases, np.int32))
+    return {
+        "kv_bytes": pa.array(np.full(n_cases, kept * KV_BYTES_PER_ENTRY // (2 if fp8 else 1), np.int64)),
+        "kv_dtype": pa.array(["fp8_e4m3" if fp8 else "bfloat16"] * n_cases),
+        "n_kv_quantized": pa.array(np.full(n_cases, kept + n_output if fp8 else 0, np.int32)),
+        "n_tier_written": zeros,
+        "n_tier_read": zeros,
+        "n_spans_reused": zeros,
+    }
+
+
 def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -> Path:
     """A run directory as `kvgate run --engine fake` leaves it for GROWTH_MATRIX, without generating.
 
@@ -161,6 +181,7 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
                 np.where(passed | control, -1, 0).astype(np.int32), mask=passed | control
             ),
             **{c: pa.nulls(n_cases, pa.float64()) for c in CERTIFICATE_COLUMNS},
+            **proof_columns(arm, n_cases, kept=4 if arm == "streaming-50" else 8, n_output=2),
         }
         table = pa.table(columns, schema=RESULT_SCHEMA)
         table = table.replace_schema_metadata(
