@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fuzz_support import FUZZ, assert_refused, fresh, tree
 from helpers.cli import kvgate
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvgate.engines.registry import ENGINES
@@ -239,4 +239,60 @@ def test_bad_suite_files(tmp_path: Path, text: str, garble: bool) -> None:
     spec.write_bytes((b"\xc3\x28" if garble else b"") + text.encode())
     out = tmp_path / "w.parquet"
     assert_refused(kvgate("freeze", spec, "-o", out), text)
+    assert not out.exists()
+
+
+# --- any spec file, any reader: encodings, depth, size ------------------------------------------------
+
+NESTING = st.sampled_from(["dotted header", "array", "inline table", "header array"])
+SPEC_BYTES = st.one_of(
+    st.tuples(st.just("bytes"), st.binary(min_size=1, max_size=64).filter(lambda b: not _utf8(b))),
+    st.tuples(st.just("deep"), st.tuples(NESTING, st.integers(65, 5000))),
+    st.tuples(st.just("latin-1"), TEXT.map(lambda s: ("tau = 0.1 # é" + s).encode("latin-1", "replace"))),
+)
+READERS = st.sampled_from(["run --policy", "run -m", "run -m --arms", "simulate --policy", "report --policy"])
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _deep(kind: str, depth: int) -> bytes:
+    if kind == "dotted header":
+        text = "[" + ".".join(["a"] * depth) + "]\nx = 1\n"
+    elif kind == "array":
+        text = "x = " + "[" * depth + "]" * depth + "\n"
+    elif kind == "inline table":
+        text = "x = " + "{a = " * depth + "1" + "}" * depth + "\n"
+    else:
+        text = "[[" + ".".join(["a"] * depth) + "]]\nx = 1\n"
+    return text.encode()
+
+
+@settings(FUZZ, max_examples=60)
+@given(spec=SPEC_BYTES, reader=READERS)
+def test_any_spec_is_read_one_way_by_every_reader(
+    smoke_workload: Path, finished_run: Path, tmp_path: Path, spec: tuple[str, object], reader: str
+) -> None:
+    """Every policy and matrix reader refuses the same bad bytes the same way: one line, exit 2 (bytes
+    that are not UTF-8 and deep nesting were exit 70 through some of them)."""
+    tmp_path = fresh(tmp_path)
+    kind, detail = spec
+    path = tmp_path / "spec.toml"
+    data = _deep(*detail) if kind == "deep" else detail  # type: ignore[misc]
+    path.write_bytes(data if isinstance(data, bytes) else b"")
+    out = tmp_path / "runs"
+    w = ["-w", str(smoke_workload)]
+    args = {
+        "run --policy": ["run", "--engine", "fake", *w, "--policy", path, "-o", out],
+        "run -m": ["run", "--engine", "fake", *w, "-m", path, "-o", out],
+        "run -m --arms": ["run", "--engine", "fake", *w, "-m", path, "--arms", "x", "-o", out],
+        "simulate --policy": ["simulate", "--policy", path, "--runs", "10"],
+        "report --policy": ["report", finished_run, "--policy", path, "--policy-changed-reason", "fuzz"],
+    }[reader]
+    assert_refused(kvgate(*args), (kind, reader))
     assert not out.exists()
