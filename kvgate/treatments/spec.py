@@ -76,9 +76,10 @@ class Eviction(Treatment):
     scope "prompt" compresses everything prefilled (query-aware); "context" compresses only the
     context before the question, then prefills the question uncompressed (query-agnostic).
     `convention` (CONVENTIONS): how many entries are kept and which of tied scores win.
-    `certificate` (hf engine): also sample what is dropped and bound the attention-output error of every
-    decoding step (`certificate_share` expected sample share, `certificate_floor` least inclusion
-    probability, `certificate_confidence` of the bound); the outputs are the same as without it.
+    `certificate` (hf engine): also keep the dropped keys and a sample of the dropped values, and bound
+    the attention-output error of every decoding step (`certificate_share` expected sample share,
+    `certificate_floor` least inclusion probability, `certificate_confidence` of the bound;
+    docs/certificate.md); the outputs are the same as without it.
     """
 
     method: str = "streaming"
