@@ -1,10 +1,11 @@
 """The batched hf engine against the unbatched one, and the preallocated KV cache against transformers'
 concatenating one, on the embedded model, side by side in one process.
 
-Workloads: 8 passkey cases of one prompt length, decoded greedily for `--new` tokens (12: smoke-like;
-64: the issue's "cases with ≥ 64 new tokens"; max_new_tokens is set, EOS still ends a case). Sides, all
-on the full-cache control, each repetition running every side once in a rotating order so load swings
-on the shared machine fall on all of them:
+Workloads: 8 passkey cases of one prompt length decoded greedily for 12 new tokens (smoke-like; most
+answers end sooner, at EOS), and 8 counting cases of one prompt length (a passkey case's context, then
+"write the numbers from k000 to k200", k = 1 … 8) decoded for 64 new tokens, which they use.
+Sides, all on the full-cache control, each repetition running every side once in a rotating order so
+load swings on the shared machine fall on all of them:
 
 - one at a time: batch_size 1, the preallocated cache (the engine before batching, but for the cache);
 - batched: batch_size 8 (cases grouped by prompt length: one batch here);
@@ -19,6 +20,7 @@ generated. Every side must produce the same output tokens as one-at-a-time in ev
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
@@ -34,13 +36,28 @@ TARGETS = {12: 1.25, 64: 1.5}
 
 
 def cases_of(length: int, new: int, tmp: Path) -> list[Any]:
-    import dataclasses
-
     from kvgate.workload.schema import read_workload
 
     suite = passkey_suite(tmp / f"suite-{length}.toml", CASES, length)
-    workload = read_workload(freeze_for_model(suite, tmp / f"w-{length}.parquet", MODEL))
-    return [dataclasses.replace(c, max_new_tokens=new) for c in workload.cases]
+    return list(read_workload(freeze_for_model(suite, tmp / f"w-{length}.parquet", MODEL)).cases)
+
+
+def counting_cases(engine: Any, passkey: list[Any], new: int) -> list[Any]:
+    """Cases whose answers run to `new` tokens: a passkey case's prompt, its last turn asking to count
+    from k000 upwards (k = 1 … 8), tokenized with the model's chat template; all of one length."""
+    import dataclasses
+
+    out = []
+    for k, case in enumerate(passkey, start=1):
+        content = (
+            f"{case.messages[-1]['content']}\n\nIgnore the question. Write the numbers from {k}000 to {k}200."
+        )
+        messages = [*case.messages[:-1], {"role": "user", "content": content}]
+        ids = engine.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids  # a BatchEncoding in transformers 5
+        out.append(dataclasses.replace(case, prompt_token_ids=tuple(int(i) for i in ids), max_new_tokens=new))
+    shortest = min(len(c.prompt_token_ids) for c in out)
+    return [dataclasses.replace(c, prompt_token_ids=c.prompt_token_ids[-shortest:]) for c in out]
 
 
 def side(engine: Any, cases: list[Any], batch_size: int, dynamic: bool) -> tuple[float, float, list[Any]]:
@@ -142,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-write", action="store_true", help="print the section only")
+    parser.add_argument("--only", type=int, action="append", help="12 or 64: that workload alone")
     args = parser.parse_args(argv)
     args.reps = args.reps or (2 if args.quick else 3)
     import torch
@@ -154,8 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     engine = HFEngine(resolve_model(MODEL), device=args.device)
     result = {}
     with tempfile.TemporaryDirectory(prefix="kvgate-bench-batched-") as tmp:
-        for new in (12,) if args.quick else (12, 64):
-            result[new] = measure(engine, cases_of(args.length, new, Path(tmp)), args.reps)
+        passkey = cases_of(args.length, 12, Path(tmp))
+        workloads = {12: [dataclasses.replace(c, max_new_tokens=12) for c in passkey]}
+        if not args.quick:
+            workloads[64] = counting_cases(engine, passkey, 64)
+        for new in args.only or list(workloads):
+            result[new] = measure(engine, workloads[new], args.reps)
     text = section(result, args, load, torch.get_num_threads())
     print(text)
     if not args.no_write:

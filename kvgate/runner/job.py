@@ -36,7 +36,6 @@ from kvgate.runner.case_keys import cluster_key
 from kvgate.runner.context import Executor, NoProgress, Progress, RunContext
 from kvgate.runner.policy_slices import check_policy_slices
 from kvgate.runner.run import check_applicable, open_run, refuse_if_changed
-from kvgate.runner.sequential import execute_sequential
 from kvgate.runner.tokenizer_match import check_tokenizer
 from kvgate.treatments.matrix import (
     DEFAULT_MATRIX,
@@ -294,9 +293,17 @@ def run_job(
                     engine,
                     progress or NoProgress(),
                 )
-                executor.execute(ctx, execute_sequential if inputs.policy.sequential else None)
+                executor.execute(ctx, _sequential() if inputs.policy.sequential else None)
         except KeyboardInterrupt as exc:
             raise RunInterrupted(run_dir) from exc
     finally:
         engine.close()
     return run_dir
+
+
+def _sequential() -> Any:
+    """The look-by-look pass driver, imported only for a sequential policy: it brings in the report
+    (scipy and the rest), which a run refused before it starts, or a fixed-n run, never needs."""
+    from kvgate.runner.sequential import execute_sequential
+
+    return execute_sequential
