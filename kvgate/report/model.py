@@ -234,11 +234,12 @@ def report_and_rows(
 
 
 def cluster_notes(n_cases: int, clusters: np.ndarray, name: str) -> list[str]:
-    """A note when cases share clusters: their bounds rest on clusters, not cases (stats.clusters)."""
+    """A note when cases share clusters: each slice is tested over its clusters (gate.tails)."""
     distinct = int(np.unique(clusters).size)
     if distinct >= n_cases:
         return []
     return [
-        f"{n_cases} cases in {distinct} clusters by {name}: bounds and tests count each slice's clusters "
-        "as its effective cases (design effect n/G, the worst case of full within-cluster correlation)"
+        f"{n_cases} cases in {distinct} clusters by {name}: each slice's failures are tested on their exact "
+        "distribution over its clusters, at the within-cluster correlation its row's icc_upper gives "
+        "(1: whole clusters, the worst case); while it stays high, a PASS needs more clusters, not more cases"
     ]

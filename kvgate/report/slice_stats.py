@@ -109,6 +109,16 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
+def clusters_needed(row: dict[str, Any]) -> int | None:
+    """Distinct clusters a PASS would need at the slice's CFR when its clusters bind (design effect above
+    1.5 at the ICC it was tested at: more cases of the same clusters add little); None otherwise."""
+    needed, deff = row.get("passes_needed"), row.get("design_effect", 1.0)
+    if not needed or needed <= 0 or row.get("icc_upper") is None or deff <= 1.5:
+        return None
+    per_cluster = row["control_passes"] / max(row["clusters"], 1)
+    return math.ceil(needed / max(per_cluster, 1.0))
+
+
 def leaning_reason(row: dict[str, Any]) -> str:
     """An inconclusive slice in words that say which way it leans: the point estimate above or below τ,
     the interval between its one-sided bounds, and whether more cases or more clusters would settle it.
@@ -128,14 +138,13 @@ def leaning_reason(row: dict[str, Any]) -> str:
         return f"CFR {_pct(cfr)} above τ {_pct(tau)}, bound not yet significant ({interval}); {settle}"
     needed = row["passes_needed"]
     if needed and needed > 0:
-        deff, icc = row.get("design_effect", 1.0), row.get("icc_upper")
-        if clustered and icc is not None and deff > 1.5:  # the clusters bind: count them, not cases
-            per_cluster = n / max(g, 1)
+        clusters = clusters_needed(row)
+        if clustered and clusters is not None:
             settle += (
-                f": a PASS needs ≈{math.ceil(needed / max(per_cluster, 1.0))} distinct clusters at this CFR, "
-                f"has {g} (ICC ≤ {icc:.2g}, design effect {deff:.1f})"
+                f": a PASS needs ≈{clusters} distinct clusters at this CFR, has {g} "
+                f"(ICC ≤ {row['icc_upper']:.2g}, design effect {row['design_effect']:.1f})"
             )
-        elif not clustered or icc is not None:
+        elif not clustered or row.get("icc_upper") is not None:
             settle += f": a PASS needs ≈{needed} control passes at this CFR"
     side = "at" if cfr == tau else "below"
     return f"CFR {_pct(cfr)} {side} τ {_pct(tau)}, upper bound not yet under τ ({interval}); {settle}"

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from kvgate.report.proof_text import proof_line
+from kvgate.report.slice_stats import clusters_needed
 
 DECISION_MARK = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "🛑"}
 SLICE_COLUMNS = (
@@ -329,6 +330,8 @@ def holding_back(arm: dict[str, Any]) -> list[str]:
         counts = f"{s['cache_induced_failures']}/{s['control_passes']}"
         if s["cfr"] is None:
             need = "no control passes: nothing to gate on"
+        elif clusters_needed(s) is not None:
+            need = f"a PASS needs ≈{clusters_needed(s)} distinct clusters at this CFR (has {s['clusters']})"
         elif s["passes_needed"]:
             need = (
                 f"a PASS needs ≈{s['passes_needed']} control passes at this CFR (has {s['control_passes']})"
