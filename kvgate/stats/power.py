@@ -1,10 +1,11 @@
 """What a slice's evidence could show: the smallest CFR it would detect, and the control passes a PASS
 would need.
 
-Both are computed on the effective counts of stats.clusters (n_eff = G clusters; G = n without
-clustering). A slice fails when its exceedance p-value I_τ(k_eff, n_eff − k_eff + 1) is at most its
-level α_i (its share of α in the weighted Holm family); the p-value falls as k_eff grows, so there is a
-critical count k* and the slice fails when k ≥ ⌈k*·n/G⌉.
+Both are planning figures on effective counts, n_eff = n / deff with deff Kish's design effect at the ICC
+the slice was tested at (stats.cluster_null; n_eff = n without clustering), so on clustered slices they
+approximate the exact tests the gate runs. A slice fails when its exceedance p-value
+I_τ(k_eff, n_eff − k_eff + 1) is at most its level α_i (its share of α in the weighted Holm family); the
+p-value falls as k_eff grows, so there is a critical count k* and the slice fails when k ≥ ⌈k*·n/n_eff⌉.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def passes_needed(
     cfr: np.ndarray, tau: np.ndarray, confidence: float, deff: np.ndarray, min_control_passes: int
 ) -> np.ndarray:
     """Control passes at which the exact upper bound of CFR would reach τ if the observed CFR held
-    (deff: the slice's design effect n/G, 1 without clustering); −1 where the observed CFR is ≥ τ."""
+    (deff: the slice's design effect, 1 without clustering); −1 where the observed CFR is ≥ τ."""
     cfr = np.asarray(cfr, dtype=float)
     tau = np.broadcast_to(np.asarray(tau, dtype=float), cfr.shape)
     deff = np.broadcast_to(np.asarray(deff, dtype=float), cfr.shape)
