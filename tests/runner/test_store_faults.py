@@ -74,6 +74,15 @@ def _full_disk_after(parts: int, flushed: list[list[dict[str, Any]]] | None = No
     return write
 
 
+def _run_line_then_one_error(stderr: str, run_dir: Path) -> tuple[str, str]:
+    """A --quiet run's stderr split into the line naming `run_dir` (which --quiet keeps) and its one-line
+    error; fails on anything else."""
+    lines = stderr.splitlines()
+    assert len(lines) == 2 and stderr.endswith("\n"), stderr
+    assert lines[0] == f"kvgate: run {run_dir} (after an interruption: kvgate run --resume {run_dir})"
+    return lines[0], lines[1]
+
+
 def test_full_disk_fails_cleanly_and_resume_completes(
     kvgate: Invoke, spec: list[Any], uninterrupted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,9 +92,9 @@ def test_full_disk_fails_cleanly_and_resume_completes(
         patch.setattr(store, "atomic_write", _full_disk_after(3, flushed))
         result = kvgate(*spec, "-o", runs)
     assert result.exit_code == 4
-    assert result.stderr.count("\n") == 1
-    assert "the disk is full" in result.stderr and "--resume" in result.stderr
     run_dir = only_run(runs)
+    _, error = _run_line_then_one_error(result.stderr, run_dir)
+    assert "the disk is full" in error and "--resume" in error
     before = _exact_rows(store.part_paths(run_dir))
     assert len(flushed) == 3
     assert before == sorted((r for rows in flushed for r in rows), key=lambda r: tuple(r[k] for k in KEY))
@@ -174,9 +183,9 @@ def test_engine_crash_keeps_stored_rows_and_resume_completes(
     assert kvgate(*base, "-m", clean, "-o", tmp_path / "clean").exit_code == 1
     first = kvgate(*base, "-m", crashing, "-o", tmp_path / "crash")
     assert first.exit_code == 4
-    assert "failed in arm 'full'" in first.stderr and "planted engine crash" in first.stderr
-    assert first.stderr.count("\n") == 1
     run_dir = only_run(tmp_path / "crash")
+    _, error = _run_line_then_one_error(first.stderr, run_dir)
+    assert "failed in arm 'full'" in error and "planted engine crash" in error
     assert len(stored_rows(run_dir)) == 10  # the batches generated before the crash are kept
     codes = [kvgate("run", "--resume", run_dir, "--quiet").exit_code for _ in range(6)]
     assert codes == [4, 4, 4, 1, 1, 1]  # 10 more cases per session: the control's 24, then the A/A's
