@@ -23,7 +23,7 @@ from kvgate.report.certificate_attribution import MIN_PER_KIND, certificate_attr
 from kvgate.report.run_data import CERTIFICATE_SCORES, RESULT_COLUMNS, ArmRows, read_part
 from kvgate.rundir.manifest import build_manifest, write_manifest
 from kvgate.rundir.part_index import entry, key_of, read_index, stored_run_id, write_index
-from kvgate.rundir.store import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, write_part
+from kvgate.rundir.store import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, RESULT_VERSION_KEY, write_part
 from kvgate.treatments.matrix import parse_matrix
 from kvgate.workload.schema import read_workload, write_workload
 
@@ -192,7 +192,8 @@ def test_a_part_stored_before_the_relative_columns_leaves_its_failures_unscored(
     (part,) = (run_dir / "results" / ARM).glob("part-*.parquet")
     table = pq.read_table(part)
     old = table.select(RESULT_SCHEMA_V2.names).cast(RESULT_SCHEMA_V2)
-    pq.write_table(old.replace_schema_metadata(table.schema.metadata), part)
+    declared = {**(table.schema.metadata or {}), RESULT_VERSION_KEY: b"2"}  # its binding, version 2
+    pq.write_table(old.replace_schema_metadata(declared), part)
     results = run_dir / "results"  # the index lists the part as rewritten, as a version-2 run stored it
     listed = read_index(results) | {key_of(results, part): entry(part, old.num_rows)}
     write_index(results, stored_run_id(run_dir), listed)
