@@ -151,7 +151,9 @@ def run(
     from kvgate.runner.job import RunOptions
 
     if resume is None:  # a resumed run takes its engine and model from its manifest, never the environment
-        engine, model = engine or env_default("KVGATE_ENGINE"), model or env_default("KVGATE_MODEL")
+        # an explicit value, even an empty one (refused below), wins over the environment
+        engine = engine if engine is not None else env_default("KVGATE_ENGINE")
+        model = model if model is not None else env_default("KVGATE_MODEL")
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
 
     engine, options = with_endpoints(

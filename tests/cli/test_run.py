@@ -164,6 +164,12 @@ def test_engine_model_and_runs_dir_default_from_the_environment(
     monkeypatch.setenv("KVGATE_ENGINE", "vlm")
     refused = CliRunner().invoke(cli, ["run", "-w", str(smoke_workload), "--quiet"])
     assert refused.exit_code == 2 and "did you mean 'vllm'?" in refused.output
+    monkeypatch.setenv("KVGATE_ENGINE", "fake")
+    empty = "is empty: name one, or leave the option out for the default"
+    for option in ("--engine", "--model"):  # given empty: refused, never replaced by the environment
+        result = CliRunner().invoke(cli, ["run", "-w", str(smoke_workload), option, "", "-o", str(runs)])
+        assert (result.exit_code, result.stderr) == (2, f"kvgate: error: {option} {empty}\n"), result.output
+    assert len(list(runs.iterdir())) == 1
 
 
 def test_tau_and_critical_declare_the_runs_policy(smoke_workload: Path, tmp_path: Path) -> None:
