@@ -30,6 +30,7 @@ from kvgate.treatments.matrix import catalog_tables, parse_treatment
 from kvgate.validators.registry import get_validator
 from kvgate.workload.case import Case
 from kvgate.workload.schema import read_workload
+from kvgate.workload.selection import select_cases
 
 ARM = "streaming-50"
 
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load_before = common.load_average()
     manifest = read_manifest(args.run_dir)
-    cases = list(read_workload(Path(manifest["workload_path"])).cases)
+    cases = list(select_cases(read_workload(Path(manifest["workload_path"])), manifest.get("limit")))
     hf = hf_pass(cases, args.threads, args.hf_cache)
     rows = read_results(args.run_dir).to_pylist()
     mine = {(r["arm"], r["case_id"]): r for r in rows if r["replicate"] == 0 and r["attempt"] == 0}
@@ -101,12 +102,14 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )
     n = len(cases)
+    limit = f" --limit {manifest['limit']}" if manifest.get("limit") else ""
     header = ["case", "ctx", "depth", "prompt", "kept llama.cpp", "kept hf", "llama.cpp full",
               "llama.cpp context shift", "hf StreamingLLM"]  # fmt: skip
     markdown = (
         "## llama.cpp's context shift against the hf reference's StreamingLLM (smoke suite)\n\n"
         + common.provenance([common.PYTHON, *sys.argv], load_before)
-        + f"- llama.cpp run: `{args.run_dir}` (`kvgate run --engine llamacpp -m llamacpp -E threads=1`), "
+        + f"- llama.cpp run: `{args.run_dir}` "
+        f"(`kvgate run --engine llamacpp -m llamacpp -E threads=1{limit}`), "
         f"its `full` and `{ARM}` rows; hf: `{ARM}` (ratio 0.5, 4 sinks) on the same {n} frozen cases, "
         f"{args.threads} torch thread(s)\n"
         f"- kept KV entries agree in **{agree_kept} of {n}** cases; verdicts agree in {same_verdict} of {n}\n"
