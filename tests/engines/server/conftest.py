@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from kvgate.engines.fake import reference_answer
+from kvgate.workload.freeze import freeze
 from kvgate.workload.schema import read_workload
+from kvgate.workload.tokenizer import WordTokenizer
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -32,6 +34,19 @@ def answers(smoke_workload: Path) -> dict[str, str]:
 def answers_file(answers: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("stub") / "answers.json"
     path.write_text(json.dumps(answers))
+    return path
+
+
+@pytest.fixture(scope="session")
+def smoke_workload(stub_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smoke suite in word ids (what the stub reads), frozen under the stub model's folder name, so
+    a run on the server engine with `--model stub_model` accepts it as frozen for its model."""
+
+    class ForTheStub(WordTokenizer):
+        name = str(stub_model)
+
+    path = tmp_path_factory.mktemp("workloads") / "smoke.stub.parquet"
+    freeze(["smoke"], path, ForTheStub(), seed=0)
     return path
 
 
