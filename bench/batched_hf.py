@@ -3,7 +3,8 @@ concatenating one, on the embedded model, side by side in one process.
 
 Workloads: 8 passkey cases of one prompt length decoded greedily for 12 new tokens (smoke-like; most
 answers end sooner, at EOS), and 8 counting cases of one prompt length (a passkey case's context, then
-"write the numbers from k000 to k200", k = 1 … 8) decoded for 64 new tokens, which they use.
+"write the numbers from k000 to k200", k = 1 … 8) decoded for up to 64 new tokens (the embedded model
+answers the passkey instead and stops at EOS: the section says so rather than judge the 1.5× target).
 Sides, all on the full-cache control, each repetition running every side once in a rotating order so
 load swings on the shared machine fall on all of them:
 
@@ -120,6 +121,8 @@ def section(result: dict[int, dict[str, Any]], args: argparse.Namespace, load: s
         cache = common.median(ratios(runs, "batched, dynamic cache", "batched", 0))
         target = TARGETS.get(new)
         met = f" (target ≥ {target}: {common.verdict(speedup >= target)})" if target else ""
+        if new > 12 and tokens < 0.9 * new * CASES:  # the answers ended at EOS: not a long-decode workload
+            met = f" (target ≥ {target} on ≥ {new} tokens a case: not measured, the answers ended at EOS)"
         rows.append([
             f"{new} new tokens ({tokens} generated)",
             *(f"{common.median([c for c, _ in runs[n]]):.2f}" for n in SIDES),
