@@ -1,6 +1,5 @@
 """Fixtures for the server engine's tests: the smoke suite frozen with the word tokenizer, the answers
-the stub gives for it, a model folder without weights, the smoke suite frozen for that model (whose
-tokenizer is the word tokenizer), and a stub running in a thread."""
+the stub gives for it, a model folder without weights, and a stub running in a thread."""
 
 from __future__ import annotations
 
@@ -57,23 +56,6 @@ def stub_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("stub-model")
     (folder / "config.json").write_text(json.dumps({"model_type": "stub"}))
     return folder
-
-
-class StubModelTokenizer(WordTokenizer):
-    """The stub model's tokenizer: the word tokenizer's ids (the stub keys its answers by them), named
-    after the stub's model folder as `kvgate freeze --model FOLDER` names a workload's tokenizer."""
-
-    def __init__(self, folder: Path) -> None:
-        self.name = str(folder)
-
-
-@pytest.fixture(scope="session")
-def served_workload(stub_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The smoke suite frozen for the stub model, so `kvgate run --model STUB` takes it (the same ids as
-    `smoke_workload`'s, which `answers` keys)."""
-    path = tmp_path_factory.mktemp("workloads") / "smoke.stub-model.parquet"
-    freeze(["smoke"], path, StubModelTokenizer(stub_model), seed=0)
-    return path
 
 
 @pytest.fixture

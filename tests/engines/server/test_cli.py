@@ -65,12 +65,12 @@ def run_dir_of(result: Result) -> Path:
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_given_endpoints_catch_the_planted_race_only_under_concurrency(
-    concurrency: int, stubs: Any, served_workload: Path, stub_model: Path, tmp_path: Path
+    concurrency: int, stubs: Any, smoke_workload: Path, stub_model: Path, tmp_path: Path
 ) -> None:
     control = stubs()
     candidate = stubs(prefix_caching=True, fault_k=2, fault_share=0.25, seed=7, latency_s=0.02)
     endpoints = ["--endpoint", f"full={control.url}", "--endpoint", f"prefix-reuse={candidate.url}"]
-    result = run(tmp_path, served_workload, stub_model, concurrency, *endpoints, "-E", "block_size=16")
+    result = run(tmp_path, smoke_workload, stub_model, concurrency, *endpoints, "-E", "block_size=16")
     defects = [x for x in result.output.splitlines() if x.startswith("kvgate: defect:")]
     if concurrency == 1:
         assert result.exit_code == 3 and not defects  # the smoke suite is too small to pass, by design
@@ -85,13 +85,13 @@ def test_given_endpoints_catch_the_planted_race_only_under_concurrency(
 
 
 def test_a_server_that_dies_mid_pass_exits_4_keeps_its_rows_and_restarts_on_resume(
-    served_workload: Path, stub_model: Path, answers_file: Path, tmp_path: Path
+    smoke_workload: Path, stub_model: Path, answers_file: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "died-once"
     command = launch_template(
         answers_file, "--die-after 10", f"--die-marker {marker}", "--preempt-at 2", "--latency-s 0.005"
     )
-    first = run(tmp_path, served_workload, stub_model, 4, "--engine", "server", "-E", f"command={command}")
+    first = run(tmp_path, smoke_workload, stub_model, 4, "--engine", "server", "-E", f"command={command}")
     assert first.exit_code == 4, first.output
     assert "the server exited with status 3" in first.output and "--resume" in first.output
     run_dir = Path(next(iter((tmp_path / "runs").iterdir())))
@@ -108,24 +108,24 @@ def test_a_server_that_dies_mid_pass_exits_4_keeps_its_rows_and_restarts_on_resu
 
 
 def test_a_leaking_salt_on_a_given_endpoint_exits_4(
-    stubs: Any, served_workload: Path, stub_model: Path, tmp_path: Path
+    stubs: Any, smoke_workload: Path, stub_model: Path, tmp_path: Path
 ) -> None:
     leaky = stubs(prefix_caching=True, leak_salt=True)
     endpoints = ["--endpoint", f"full={stubs().url}", "--endpoint", f"prefix-reuse={leaky.url}"]
-    result = run(tmp_path, served_workload, stub_model, 1, *endpoints)
+    result = run(tmp_path, smoke_workload, stub_model, 1, *endpoints)
     assert result.exit_code == 4
     assert "arm 'prefix-reuse'" in result.output and "cache_salt does not isolate namespaces" in result.output
 
 
 def test_an_offload_arm_reads_back_after_the_device_cache_is_reset(
-    served_workload: Path, stub_model: Path, answers_file: Path, tmp_path: Path
+    smoke_workload: Path, stub_model: Path, answers_file: Path, tmp_path: Path
 ) -> None:
     matrix = tmp_path / "offload.toml"
     matrix.write_text(
         '[matrix]\ncontrol = "full"\ncandidates = ["reuse-offload"]\naa_replicate = false\n'
         '[treatment.reuse-offload]\nkind = "composite"\nof = ["prefix-reuse", "offload-host"]\n'
     )
-    argv = ["run", "-w", str(served_workload), "-m", str(matrix), "--model", str(stub_model), "--limit", "4"]
+    argv = ["run", "-w", str(smoke_workload), "-m", str(matrix), "--model", str(stub_model), "--limit", "4"]
     options = ["--engine", "server", "-E", "device=gpu", "-E", f"command={launch_template(answers_file)}"]
     result = CliRunner().invoke(cli, [*argv, *options, "--run-dir", str(tmp_path / "run")])
     assert result.exit_code == 3, result.output
