@@ -16,7 +16,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -163,7 +163,7 @@ def run(
         if arms is not None:
             matrix = _arms_matrix(matrix, arms, resume, Path(folder))
         if resume is None:
-            _refuse_incapable(engine, matrix)
+            _refuse_incapable(engine, matrix, options)
         elif tau is not None or critical:
             raise BadInput("--tau and --critical declare a new run's policy; a resumed run keeps its own")
         policy = declared_policy(policy, tau, critical, Path(folder))
@@ -202,14 +202,18 @@ def _arms_matrix(matrix: str | None, arms: str, resume: Path | None, folder: Pat
     return subset_matrix(matrix or DEFAULT_MATRIX, parse_arms(arms), folder)
 
 
-def _refuse_incapable(engine: str | None, matrix: str | None) -> None:
-    """An arm the engine's table says it cannot run, refused before the heavy runner is imported."""
+def _refuse_incapable(engine: str | None, matrix: str | None, options: dict[str, Any] | None) -> None:
+    """An engine option the engine does not take, then an arm the engine's table says it cannot run,
+    refused before the heavy runner is imported."""
     from kvgate.engines.capability import check_capable
+    from kvgate.engines.options import check_engine_options
     from kvgate.engines.registry import DEFAULT_ENGINE, ENGINES
     from kvgate.treatments.matrix import DEFAULT_MATRIX, resolve_matrix
 
-    if (engine or DEFAULT_ENGINE) in ENGINES:  # an unknown name is refused with "did you mean" later
-        check_capable(engine or DEFAULT_ENGINE, resolve_matrix(matrix or DEFAULT_MATRIX))
+    name = engine or DEFAULT_ENGINE
+    if name in ENGINES:  # an unknown name is refused with "did you mean" later
+        check_engine_options(name, options or {})
+        check_capable(name, resolve_matrix(matrix or DEFAULT_MATRIX))
 
 
 def _run(
