@@ -149,28 +149,26 @@ def test_kill_and_resume_stops_at_the_same_looks(workloads: Workloads, tmp_path:
     assert _rows(killed_dir) == _rows(whole_dir)
 
 
-def test_cli_simulate_sequential_compares_both_gates(workloads: Workloads, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [("look_every = 50\nstrata = []\n", "sequential"),
+     ('sequential = "anytime"\nlook_every = 10\nstrata = []\n', "anytime")],
+)  # fmt: skip
+def test_cli_simulate_sequential_compares_both_gates(
+    workloads: Workloads, tmp_path: Path, text: str, rule: str
+) -> None:
     policy = tmp_path / "p.toml"
-    policy.write_text("look_every = 50\nstrata = []\n")
-    args = [
-        "simulate",
-        "--policy",
-        str(policy),
-        "-w",
-        str(workloads["ruler"]),
-        "--runs",
-        "2000",
-        "--sequential",
-    ]
-    result = CliRunner().invoke(cli, [*args, "--json"])
+    policy.write_text(text)
+    args = ["simulate", "--policy", str(policy), "-w", str(workloads["ruler"]), "--runs", "2000"]
+    result = CliRunner().invoke(cli, [*args, "--sequential", "--json"])
     assert result.exit_code == 0, result.output
     fixed, seq = json.loads(result.output)["points"]
-    assert (fixed["rule"], seq["rule"]) == ("fixed-n", "sequential")
+    assert (fixed["rule"], seq["rule"]) == ("fixed-n", rule)
     assert fixed["at_zero"]["generated"] == 150 and seq["at_zero"]["generated"] < 150
     assert seq["false_fail"]["rate"] <= 0.05 + 3 * seq["false_fail"]["mc_se"] + 0.01
 
 
-def test_anytime_policy_parses_and_refuses_clustered_cases(workloads: Workloads, tmp_path: Path) -> None:
+def test_anytime_policy_parses_and_refuses_clustered_cases() -> None:
     from kvgate.errors import BadInput
     from kvgate.gate.policy import parse_policy
     from kvgate.gate.procedure import Clusters, Family, SliceCounts, decide_arm
@@ -184,20 +182,3 @@ def test_anytime_policy_parses_and_refuses_clustered_cases(workloads: Workloads,
     counts = SliceCounts(np.array([0]), np.array([4]), np.array([1]), grouped=grouped)
     with pytest.raises(BadInput, match='defects = "per_case"'):
         decide_arm(counts, Family(np.array([0.05]), np.array([True])), policy)
-    path = tmp_path / "anytime.toml"
-    path.write_text('sequential = "anytime"\nlook_every = 10\nstrata = []\n')
-    args = [
-        "simulate",
-        "--policy",
-        str(path),
-        "-w",
-        str(workloads["ruler"]),
-        "--runs",
-        "1000",
-        "--sequential",
-    ]
-    result = CliRunner().invoke(cli, [*args, "--json"])
-    assert result.exit_code == 0, result.output
-    fixed, anytime = json.loads(result.output)["points"]
-    assert (fixed["rule"], anytime["rule"]) == ("fixed-n", "anytime")
-    assert anytime["at_zero"]["generated"] < fixed["at_zero"]["generated"]
