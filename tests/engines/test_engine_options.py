@@ -57,8 +57,7 @@ def test_a_wrong_name_is_refused_before_any_heavy_import(
 ) -> None:
     if engine == "vllm" and vllm_engine_arg_names() is None:
         pytest.skip("vLLM is not installed here")
-    # an arm every engine runs: the default matrix's eviction arms are refused on vllm before -E is read
-    argv = ["run", "--engine", engine, "--arms", "fp8-e4m3", "-E", option, "-o", str(tmp_path)]
+    argv = ["run", "--engine", engine, "-E", option, "-o", str(tmp_path)]
     probe = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120)
     assert probe.stderr == f"kvgate: error: {message}\n"
     assert json.loads(probe.stdout) == []  # neither torch, transformers nor vLLM was imported
