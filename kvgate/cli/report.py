@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
@@ -86,15 +87,41 @@ def piped_width() -> int:
 
 def write_output(output: Path, text: str) -> None:
     """Write a rendered report whole or not at all (temp file, fsync, rename): a full disk or a crash
-    leaves the previous file as it was."""
+    leaves the previous file as it was. A device or a named pipe (`-o /dev/null`, `-o /dev/stdout`, a
+    FIFO) is written into, never renamed over: that would put a plain file where the device was."""
+    import stat
+
     from kvgate.errors import BadInput
     from kvgate.workload.schema import atomic_write
 
     data = text.encode("utf-8")
     try:
-        atomic_write(output, lambda f: f.write(data))
+        mode = os.stat(output).st_mode if os.path.lexists(output) else None
+        if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+            _write_into(output, data)
+        elif mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise BadInput(f"cannot write {output}: not a regular file, device or pipe; name a file")
+        else:
+            atomic_write(output, lambda f: f.write(data))
     except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise BadInput(
+                f"cannot write {output}: a pipe nothing reads from; start its reader first"
+            ) from None
         raise BadInput(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def _write_into(output: Path, data: bytes) -> None:
+    """Write into an existing device or pipe; opened without blocking, so a pipe with no reader is ENXIO
+    (an error), not a hang."""
+    fd = os.open(output, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 @click.command()
