@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import common
@@ -71,10 +72,12 @@ def main() -> int:
             "reuse (64 in 16 groups), whole-group defects": (scaled_suite(tmp, "reuse"), "cluster"),
         }
         for label, (path, defects) in cases.items():
-            structure = gate_structure(read_workload_cases(str(path)), policy)
+            cases_read = read_workload_cases(str(path))
+            structure = gate_structure(cases_read, policy)
             op = operating(structure, policy, runs=runs, seed=0, scenario=Scenario(defects=defects))
+            earlier = gate_structure(cases_read, replace(policy, strata=()))  # buckets were signals then
             before = {
-                c: previous_rule(structure, policy, c, runs, seed=1, defects=defects)
+                c: previous_rule(earlier, policy, c, runs, seed=1, defects=defects)
                 for c in (policy.tau, policy.tau / 2, 2 * policy.tau)
             }
             now = {"at_tau": op.at_tau, "at_half": op.at_half_tau, "at_2tau": op.at_2tau}
@@ -96,7 +99,8 @@ def main() -> int:
         + f"- {runs} simulated runs per point; every case a control pass; no A/A replicate; the policy "
         f"declares α = {policy.alpha:.3g} for false fails and false accepts at CFR = τ = {policy.tau:g}\n"
         "- before: each slice alone at full α, min_control_passes blocking FAIL too, cases independent; "
-        "now: `gate.procedure` (weighted Holm, gated family vs signals, clusters)\n\n"
+        "now: `gate.procedure` (exact tails over clusters, ICC bounded from the run; weighted Holm, gated "
+        "family with the ctx_bucket strata vs signals; paired A/A)\n\n"
         + common.table(
             [
                 "workload",
