@@ -8,7 +8,8 @@
   each arm's missing evidence is one line here.
 - A lossless arm (prefix reuse, offload) run under load that diverged from the control: a defect; the
   gate fails (exit 1) unless the run already failed harder.
-A served run also prints each arm's server counters (requests, retries, timeouts, preemptions).
+A served or scheduled run also prints each arm's counters (requests, retries, timeouts, preemptions,
+the stress schedules' counts).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def exit_code_with_findings(
 
     if not quiet:
         for line in server_summary(run_dir):
-            click.echo(f"kvgate: server: {line}", err=True)
+            click.echo(f"kvgate: load: {line}", err=True)
     code = int(report["exit_code"])
     violations = isolation_violations(run_dir, counters)
     for violation in violations:

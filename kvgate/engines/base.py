@@ -80,9 +80,12 @@ class ArmSetup:
     requests for vllm); `seed` is the same for every arm of a run, so any sampling matches the control's.
     `concurrency`: at most this many requests in flight at once (engines that serve requests);
     `kv_blocks`: the KV pool the arm's engine gets, in blocks (None: the engine's own size), to put it
-    under pressure. `abort_percent`: that share of measured requests is first cancelled mid-generation
-    and sent again (engines that serve requests: the abort-and-resubmit schedule). `run_dir`: where the
-    run is stored (an engine may keep its logs there).
+    under pressure. The stress schedules (`engines/schedule.py`; engines whose `EngineInfo.schedules`):
+    `abort_percent`, that share of measured requests is first cancelled mid-generation and sent again;
+    `interleave`, each batch's prompts are also sent under another namespace between the arm's own
+    requests; `resend_percent`, that share of cases is sent again after other prompts evicted their
+    blocks; `repeat`, each batch is generated this often with cache churn between. `run_dir`: where
+    the run is stored (an engine may keep its logs and pass records there).
     """
 
     arm: str
@@ -96,6 +99,9 @@ class ArmSetup:
     kv_blocks: int | None = None
     abort_percent: int = 0
     run_dir: Path | None = None
+    interleave: bool = False
+    resend_percent: int = 0
+    repeat: int = 1
 
 
 class ArmSession(Protocol):

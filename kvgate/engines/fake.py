@@ -22,7 +22,17 @@ of cases, so the same fault at the same seed hits the same cases in every arm:
   rate times the slice's share of the cases); latency and crashes are not restricted. A malformed name
   is refused when the matrix is read, a slice no case of the run is in when the run starts;
 - ignore_treatment: the arm's treatment silently does not run (a planted no-op): the arm answers and
-  counts exactly as the control would, so its proof of treatment must be missing.
+  counts exactly as the control would, so its proof of treatment must be missing;
+- stale_after_abort: a case sent again after its request was cancelled (the `abort_percent` schedule)
+  is answered with the answer given last (another request's KV read after an abort);
+- stale_after_churn: a case generated again after the cache was churned (`resend_percent`, `repeat`)
+  is answered likewise (a block reloaded from the wrong place). Both hit only under their schedule.
+
+Stress schedules (`engines/schedule.py`): an aborted request is counted and frees what it stored (its
+prompt is not kept in the arm's store); interleaved requests go to a store of the other namespace (the
+shared one under salt_leak); churn evicts the batch's own prompts from the arm's store, so a re-sent
+or repeated case meets the cache the earlier cases left. A pass that runs a schedule leaves a pass record
+(`server/record.py`, form "in-process") with its counts.
 
 Cache counters: a reuse arm reports the longest prefix it shares with a prompt it saw earlier in its
 session; every other arm reports 0, unless salt_leak lets namespaces see each other.
@@ -50,6 +60,8 @@ from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_timeout
+from kvgate.engines.schedule import ScheduleCounts, pass_attempt, run_schedule, schedule_load, scheduled
+from kvgate.engines.server.record import next_session, write_record
 from kvgate.errors import BadInput
 from kvgate.gate.feasibility import slice_members
 from kvgate.gate.policy import slice_terms
@@ -114,6 +126,12 @@ class FakeSession:
     store: dict[tuple[int, ...], str] = field(default_factory=dict)
     previous: str = "nothing"
     generated: int = 0
+    requests: int = 0
+    counts: ScheduleCounts = field(default_factory=ScheduleCounts)
+    other: dict[tuple[int, ...], str] = field(default_factory=dict)
+    """The other namespace's store (interleaving)."""
+    stale: set[str] = field(default_factory=set)
+    """Case ids whose next answer a planted stale_after_* fault replaces."""
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
         crash_after = self.setup.faults.get("crash_after")
@@ -123,9 +141,34 @@ class FakeSession:
         if exit_after is not None and self.generated + len(cases) > exit_after:
             _exit_once(self.setup.namespace)
         self.generated += len(cases)
+        if scheduled(self.setup):
+            return run_schedule(self.setup, cases, self, self.counts)
         return [self._one(case) for case in cases]
 
+    # --- the stress schedules' operations (engines/schedule.py) -------------------------------------
+
+    def measure(self, cases: Sequence[Case], warm: bool) -> list[Generation]:
+        return [self._one(case) for case in cases]
+
+    def abort(self, cases: Sequence[Case]) -> int:
+        if self.setup.faults.get("stale_after_abort"):
+            self.stale.update(c.case_id for c in cases)
+        return len(cases)
+
+    def interleave(self, cases: Sequence[Case]) -> None:
+        store = _SHARED_STORE if self.setup.faults.get("salt_leak") else self.other
+        for case in cases:
+            store[tuple(case.prompt_token_ids or ())] = reference_answer(case)
+
+    def churn(self, cases: Sequence[Case]) -> int:
+        for case in cases:  # their blocks evicted by other traffic
+            self.store.pop(tuple(case.prompt_token_ids or ()), None)
+        if self.setup.faults.get("stale_after_churn"):
+            self.stale.update(c.case_id for c in cases)
+        return len(cases)
+
     def _one(self, case: Case) -> Generation:
+        self.requests += 1
         faults = self.setup.faults
         seed = int(faults.get("seed", 0))
         start = time.perf_counter()
@@ -155,6 +198,9 @@ class FakeSession:
             and hits("stale", float(faults.get("stale_reuse_rate", 0.0)), seed, case.case_id)
         ):
             answer = nearest
+        elif case.case_id in self.stale:
+            self.stale.discard(case.case_id)
+            answer = self.previous if self.previous != reference_answer(case) else "I do not know."
         store[prompt] = reference_answer(case)
         self.previous = reference_answer(case)
         tokens = _tokens(answer)
@@ -167,6 +213,21 @@ class FakeSession:
 
     def close(self) -> None:
         self.store.clear()
+        run_dir = self.setup.run_dir
+        if run_dir is not None and scheduled(self.setup):
+            write_record(run_dir, self._record(run_dir))
+
+    def _record(self, run_dir: Path) -> dict[str, Any]:
+        """The pass record of a scheduled pass (`server/record.py`)."""
+        setup = self.setup
+        attempt = pass_attempt(setup)
+        return {
+            "schema": "kvgate.server-pass/1", "arm": setup.arm, "replicate": setup.replicate,
+            "attempt": attempt, "session": next_session(run_dir, setup.arm, setup.replicate, attempt),
+            "form": "in-process", "url": "", "concurrency": setup.concurrency, "kv_blocks": setup.kv_blocks,
+            "requests": self.requests, "retried": {}, "timeouts": 0, "preemptions": None,
+            "load": schedule_load(setup), **self.counts.as_record(), "wall_s": 0.0,
+        }  # fmt: skip
 
 
 def _evidence(

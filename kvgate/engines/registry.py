@@ -29,9 +29,10 @@ class EngineInfo:
     """Whether a reuse arm's prompt may be served from its own earlier prefill (vLLM warms every reuse
     prompt up under the arm's salt before measuring, and probes a fresh salt itself)."""
     kv_pool: bool = False
-    aborts: bool = False
-    """Whether the engine can cancel requests mid-generation and send them again (`abort_percent`)."""
     """Whether the engine can size an arm's KV pool (a matrix's `kv_blocks`: pressure)."""
+    schedules: bool = False
+    """Whether the engine runs the stress schedules (`abort_percent`, `interleave`, `resend_percent`,
+    `repeat`: `engines/schedule.py`)."""
     loads_weights: bool = False
     """Whether the engine loads a local model folder's weights and tokenizer itself (checked before)."""
 
@@ -71,7 +72,7 @@ ENGINES: dict[str, EngineInfo] = {
             "pip install -e '.[server]' (and vLLM for a launched `vllm serve`)",
             reuse_reads_own_prompt=True,
             kv_pool=True,
-            aborts=True,
+            schedules=True,
         ),
         EngineInfo(
             "llamacpp",
@@ -89,6 +90,7 @@ ENGINES: dict[str, EngineInfo] = {
             (),
             "",
             kv_pool=True,
+            schedules=True,
         ),
     )
 }

@@ -31,15 +31,17 @@ from kvgate.report.proof import treatment_proofs
 from kvgate.report.run_data import RunRows, read_cases
 from kvgate.report.sequential import schedule, sequential_arm_report
 from kvgate.report.slices import cluster_ids, slice_groups
+from kvgate.report.stress import stress_reports, with_boundaries
 from kvgate.rundir.manifest import read_manifest
 
 if TYPE_CHECKING:
     from kvgate.rundir.integrity import PartCheck
 
-SCHEMA = 5
+SCHEMA = 6
 """Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
 3: each arm's certificate attribution; 4: its primary score the mean relative bound, the others under
-`other_scores`, and `cap_share`; 5: each arm's proof of treatment, KV bytes counted by the engine)."""
+`other_scores`, and `cap_share`; 5: each arm's proof of treatment, KV bytes counted by the engine;
+6: the stress schedule each arm and the control ran under, with its counts, `stress`)."""
 PROVENANCE = (
     "run_id", "created_at", "workload_sha256", "tokenizer", "model", "engine", "engine_options",
     "matrix_name", "n_cases", "limit", "policy_sha256", "git_commit",
@@ -207,6 +209,9 @@ def report_and_rows(
         arms = [sequential_arm_report(name, ctx, looks) for name in candidates]
     else:
         arms = [arm_report(name, ctx) for name in candidates]
+    stress = stress_reports(run_dir, manifest)
+    for arm in arms:
+        arm["stress"] = with_boundaries(stress.get(arm["arm"]), cases, rows.arm_rows(arm["arm"]))
     overall = combine(a["decision"] for a in arms)
     n_control = int(control.present.sum())
     passes = int((control.usable & control.passed).sum())
@@ -222,6 +227,7 @@ def report_and_rows(
             "passes": passes,
             "engine_errors": int((control.present & control.error).sum()),
             "pass_rate": ratio(passes, int(control.usable.sum())),
+            "stress": with_boundaries(stress.get(control_name), cases, control),
         },
         "noise_floor": noise_floor(control, replicate, policy.confidence),
         "isolation": isolation,

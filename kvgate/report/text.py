@@ -10,6 +10,7 @@ from typing import Any
 
 from kvgate.report.proof_text import proof_line
 from kvgate.report.slice_stats import clusters_needed
+from kvgate.report.stress_text import stress_line
 
 DECISION_MARK = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "🛑"}
 SLICE_COLUMNS = (
@@ -420,12 +421,13 @@ def timing_text(t: dict[str, Any]) -> str:
 
 
 def gains_lines(arm: dict[str, Any]) -> list[str]:
-    """The proof that the arm's treatment ran (report.proof_text), then what it buys against the control
-    in the same run: KV kept, KV bytes, TTFT and latency."""
-    proof = proof_line(arm)
+    """The proof that the arm's treatment ran (report.proof_text), the stress it ran under
+    (report.stress_text), then what it buys against the control in the same run: KV kept, KV bytes,
+    TTFT and latency."""
+    lead = [line for line in (proof_line(arm), stress_line(arm)) if line]
     g = arm.get("gains")
     if not g:
-        return [proof] if proof else []
+        return lead
     kept = "not reported by the engine" if g["kv_kept"] is None else f"{pct(g['kv_kept'])} of the control's"
     b, measured = g.get("kv_bytes"), g.get("measured_kv_bytes")
     if measured:
@@ -435,7 +437,8 @@ def gains_lines(arm: dict[str, Any]) -> list[str]:
             f" · KV bytes per token {pct(b['share'])} ({b['bits']}-bit entries, control {b['control_bits']};"
             " from the spec)"
         )
-    return ([proof] if proof else []) + [
+    return [
+        *lead,
         f"gains over {g['n_pairs']} pairs: KV entries kept {kept}",
         f"TTFT vs control: {timing_text(g['ttft_s'])}",
         f"latency vs control: {timing_text(g['latency_s'])}",

@@ -13,7 +13,13 @@ import jsonschema
 from kvgate.errors import BadInput
 from kvgate.names import NAME_PATTERN
 from kvgate.rundir.hardware import MAX_NODES
-from kvgate.treatments.matrix import MAX_BATCH_SIZE, MAX_CONCURRENCY, MAX_CONFIRM_RERUNS, MAX_KV_BLOCKS
+from kvgate.treatments.matrix import (
+    MAX_BATCH_SIZE,
+    MAX_CONCURRENCY,
+    MAX_CONFIRM_RERUNS,
+    MAX_KV_BLOCKS,
+    MAX_REPEAT,
+)
 
 HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 NAME = {"type": "string", "pattern": NAME_PATTERN}
@@ -28,6 +34,9 @@ ARM = {
         "concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENCY},
         "kv_blocks": {"type": "integer", "minimum": 1, "maximum": MAX_KV_BLOCKS},
         "abort_percent": {"type": "integer", "minimum": 1, "maximum": 100},
+        "interleave": {"const": True},
+        "resend_percent": {"type": "integer", "minimum": 1, "maximum": 100},
+        "repeat": {"type": "integer", "minimum": 2, "maximum": MAX_REPEAT},
     },
 }
 RUN_ID_PATTERN = r"^([0-9]{8}T[0-9]{6}\.[0-9]{3}Z-)?[0-9a-f]{12}$"

@@ -39,6 +39,7 @@ from kvgate.runner.run import check_applicable, open_run, refuse_if_changed
 from kvgate.runner.tokenizer_match import check_tokenizer
 from kvgate.treatments.matrix import (
     DEFAULT_MATRIX,
+    SCHEDULE_KEYS,
     Matrix,
     check_run_size,
     parse_matrix_text,
@@ -256,12 +257,13 @@ def run_job(
         raise BadInput(
             f"matrix {inputs.matrix.name!r} sets kv_blocks; engine {inputs.engine!r} cannot size its KV pool"
         )
-    if not engine_info(inputs.engine).aborts and any(
-        inputs.matrix.abort_percent_for(t.name) for t in inputs.matrix.arms()
-    ):
+    scheduled = sorted(
+        {k for t in inputs.matrix.arms() for k in inputs.matrix.load_for(t.name) if k in SCHEDULE_KEYS}
+    )
+    if scheduled and not engine_info(inputs.engine).schedules:
         raise BadInput(
-            f"matrix {inputs.matrix.name!r} sets abort_percent; engine {inputs.engine!r} cannot cancel "
-            "requests mid-generation (use --engine server)"
+            f"matrix {inputs.matrix.name!r} sets {', '.join(scheduled)}; engine {inputs.engine!r} cannot run "
+            "stress schedules (cancel, interleave, re-send or repeat requests): use --engine server or fake"
         )
     if engine_info(inputs.engine).loads_weights:
         check_model_folder(inputs.model)

@@ -1,21 +1,21 @@
 """Lossless arms under load: token-identical to the control, or a defect.
 
 Prefix reuse and offload (alone or composed only of each other) must not change a single output token.
-Under load (a matrix's `concurrency` above 1, a `kv_blocks` pool that forces preemption, or an
-`abort_percent` of requests cancelled mid-generation and sent again) that is
-exactly what block-recycling and offload races break, so every case where such an arm's output leaves
-the control's is a defect, named with the case, the first divergent token and the load it ran under,
-whatever the validator says of the answer. A served run's pass records (`server/*.json`) add the
-preemptions the server counted.
+Under load (a matrix's `concurrency` above 1, a `kv_blocks` pool that forces preemption, or a stress
+schedule: aborts, interleaved namespaces, re-sends after churn, soak repeats; `engines/schedule.py`)
+that is exactly what block-recycling and offload races break, so every case where such an arm's output
+leaves the control's is a defect, named with the case, the first divergent token and the schedule it
+ran under, whatever the validator says of the answer. The pass records (`server/*.json`) add what the
+server and the schedules counted (`record.first_pass_counts`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kvgate.engines.server.record import read_records
+from kvgate.engines.schedule import schedule_words
+from kvgate.engines.server.record import SCHEDULE_COUNTS, first_pass_counts, read_records
 from kvgate.rundir.manifest import read_manifest
 from kvgate.rundir.store import read_results
 from kvgate.treatments.matrix import Matrix, parse_matrix_text
@@ -36,14 +36,6 @@ def _matrix(manifest: dict[str, Any]) -> Matrix | None:
     return parse_matrix_text(text, manifest.get("matrix_name", "matrix"), "manifest matrix") if text else None
 
 
-def _preemptions(run_dir: Path) -> dict[str, int]:
-    total: dict[str, int] = defaultdict(int)
-    for record in read_records(run_dir):
-        if record["preemptions"] is not None and record["replicate"] == 0 and record["attempt"] == 0:
-            total[record["arm"]] += record["preemptions"]
-    return dict(total)
-
-
 def lossless_defects(run_dir: Path) -> list[str]:
     """One sentence per divergent case of a lossless candidate run under load (at most MAX_LISTED per
     arm, then a count)."""
@@ -51,16 +43,7 @@ def lossless_defects(run_dir: Path) -> list[str]:
     matrix = _matrix(manifest)
     if matrix is None:
         return []
-    loaded = [
-        t.name
-        for t in matrix.candidates
-        if lossless(t.to_dict())
-        and (
-            matrix.concurrency_for(t.name) > 1
-            or matrix.kv_blocks_for(t.name)
-            or matrix.abort_percent_for(t.name)
-        )
-    ]
+    loaded = [t.name for t in matrix.candidates if lossless(t.to_dict()) and matrix.stressed(t.name)]
     if not loaded:
         return []
     columns = ["case_id", "arm", "replicate", "attempt", "fail_kind", "first_divergence", "output_token_ids"]
@@ -68,16 +51,11 @@ def lossless_defects(run_dir: Path) -> list[str]:
         r for r in read_results(run_dir, columns).to_pylist() if r["replicate"] == 0 and r["attempt"] == 0
     ]
     control = {r["case_id"]: r["output_token_ids"] for r in rows if r["arm"] == matrix.control.name}
-    preempted = _preemptions(run_dir)
+    counts = first_pass_counts(run_dir)
     defects = []
     for arm in loaded:
         diverged = [r for r in rows if r["arm"] == arm and r["first_divergence"] is not None]
-        blocks = matrix.kv_blocks_for(arm)
-        load = f"concurrency {matrix.concurrency_for(arm)}" + (f", kv_blocks {blocks}" if blocks else "")
-        if matrix.abort_percent_for(arm):
-            load += f", abort_percent {matrix.abort_percent_for(arm)}"
-        if arm in preempted:
-            load += f", {preempted[arm]} preemptions"
+        load = schedule_words(matrix.load_for(arm), counts.get(arm))
         for row in diverged[:MAX_LISTED]:
             at = row["first_divergence"]
             ours, theirs = row["output_token_ids"], control.get(row["case_id"], [])
@@ -103,9 +81,11 @@ def server_summary(run_dir: Path) -> list[str]:
         arm += f" rerun {record['attempt']}" if record["attempt"] else ""
         seen = per_arm.setdefault(
             arm,
-            {"requests": 0, "retried": 0, "timeouts": 0, "aborts": 0, "preemptions": None, "load": record},
+            {"requests": 0, "retried": 0, "timeouts": 0, "preemptions": None, "load": record}
+            | {key: 0 for key in ("aborts", *SCHEDULE_COUNTS)},
         )
-        seen["aborts"] += record.get("aborts", 0)
+        for key in ("aborts", *SCHEDULE_COUNTS):
+            seen[key] += record.get(key, 0)
         seen["requests"] += record["requests"]
         seen["retried"] += len(record["retried"])
         seen["timeouts"] += record["timeouts"]
@@ -120,5 +100,6 @@ def server_summary(run_dir: Path) -> list[str]:
             f"arm {arm!r} ({load['form']}, concurrency {load['concurrency']}{blocks}): {seen['requests']} "
             f"requests, preemptions {pre}, {seen['retried']} cases retried, {seen['timeouts']} timeouts"
             + (f", {seen['aborts']} aborted and sent again" if seen["aborts"] else "")
+            + "".join(f", {seen[key]} {key.replace('_', ' ')}" for key in SCHEDULE_COUNTS if seen[key])
         )
     return lines

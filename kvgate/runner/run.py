@@ -169,6 +169,9 @@ def arm_setup(ctx: RunContext, arm_run: ArmRun) -> ArmSetup:
         kv_blocks=ctx.matrix.kv_blocks_for(arm_run.arm),
         abort_percent=ctx.matrix.abort_percent_for(arm_run.arm),
         run_dir=ctx.run_dir,
+        interleave=bool(ctx.matrix.load_value(arm_run.arm, "interleave")),
+        resend_percent=int(ctx.matrix.load_value(arm_run.arm, "resend_percent")),
+        repeat=int(ctx.matrix.load_value(arm_run.arm, "repeat")),
     )
 
 

@@ -11,8 +11,10 @@ from kvgate.gate.policy import slice_terms
 RATES = ("wrong_answer_rate", "leak_rate", "stale_reuse_rate", "error_rate")
 MAX_LATENCY_S = 60.0
 FAULT_KEYS = {
-    *RATES, "salt_leak", "ignore_treatment", "latency_s", "crash_after", "exit_after", "seed", "only_slice"
+    *RATES, "salt_leak", "ignore_treatment", "latency_s", "crash_after", "exit_after", "seed", "only_slice",
+    "stale_after_abort", "stale_after_churn",
 }  # fmt: skip
+SWITCHES = ("salt_leak", "ignore_treatment", "stale_after_abort", "stale_after_churn")
 
 
 def check_faults(faults: dict[str, Any], where: str) -> None:
@@ -31,7 +33,7 @@ def check_faults(faults: dict[str, Any], where: str) -> None:
             raise BadInput(f"{where}: {key} must be an integer, got {value!r}")
         if key in ("crash_after", "exit_after") and value < 0:
             raise BadInput(f"{where}: {key} must be ≥ 0, got {value}")
-        if key in ("salt_leak", "ignore_treatment") and not isinstance(value, bool):
+        if key in SWITCHES and not isinstance(value, bool):
             raise BadInput(f"{where}: {key} must be true or false, got {value!r}")
         if key == "only_slice":
             if not isinstance(value, str):

@@ -8,10 +8,14 @@
     confirm_reruns = 0       # re-run each candidate-only failure k ≤ 10 times: reproducible or flaky
     batch_size = 1           # cases submitted together, ≤ 4096 (a batch for hf, requests for vllm)
     seed = 0                 # handed to every arm's session alike
+    [load]                   # the stress schedules every arm runs under (docs/reference.md)
     concurrency = 1          # requests in flight at once, ≤ 1024 (engines that serve requests)
     kv_blocks = 64           # the KV pool, in blocks: pressure (engines that size it: server, vllm)
     abort_percent = 0        # that share of measured requests is first cancelled mid-generation and
-                             # sent again: the abort-and-resubmit schedule (the server engine)
+                             # sent again under the same request id: abort and resubmit
+    interleave = false       # each batch's prompts also sent under another namespace: A → B → A
+    resend_percent = 0       # that share of cases sent again after other prompts evicted their blocks
+    repeat = 1               # each batch generated this often (a soak), cache churn between repeats
     [arm.prefix-reuse]       # per-arm load: offload and reuse defects show under load
     batch_size = 8
     concurrency = 8          # the runner hands an arm batches of max(batch_size, concurrency) cases
@@ -21,6 +25,7 @@
     [faults.fp8-e4m3]        # planted faults, honoured by the fake engine only
     wrong_answer_rate = 0.1
 
+The load keys may also stand in `[matrix]` itself (as before `[load]`), not in both.
 Treatments not defined in the file are looked up in the shipped `catalog.toml`. Unknown keys anywhere
 are errors naming the key; treatment names match `kvgate.names.NAME_PATTERN` (they name folders).
 """
@@ -41,7 +46,7 @@ from kvgate.treatments.spec import TREATMENT_TYPES, Composite, Treatment
 
 CATALOG = "catalog"
 NOT_MATRICES = {CATALOG, "policy"}
-TOP_KEYS = {"matrix", "treatment", "arm", "faults"}
+TOP_KEYS = {"matrix", "treatment", "arm", "faults", "load"}
 MAX_CONFIRM_RERUNS = 10
 """Most confirm-reruns of each candidate-only failure a matrix may ask for."""
 MAX_BATCH_SIZE = 4096
@@ -54,7 +59,16 @@ MAX_CANDIDATES = 64
 MAX_ARM_CASES = 10_000_000
 """Most arm passes × cases one run may ask for (control, A/A replicate and candidates, first attempts):
 about a million generations is a long run on one GPU; ten times that is refused as a typo."""
-LOAD_KEYS = ("concurrency", "kv_blocks", "abort_percent")
+MAX_REPEAT = 100
+"""Most times a soak may generate each batch."""
+LOAD_DEFAULTS: dict[str, Any] = {
+    "concurrency": 1, "kv_blocks": None, "abort_percent": 0, "interleave": False, "resend_percent": 0,
+    "repeat": 1,
+}  # fmt: skip
+"""Every load key and its value when the matrix does not set it (None: the engine's own pool)."""
+LOAD_KEYS = tuple(LOAD_DEFAULTS)
+SCHEDULE_KEYS = ("abort_percent", "interleave", "resend_percent", "repeat")
+"""The load keys only engines that run stress schedules honour (`EngineInfo.schedules`)."""
 DEFAULT_MATRIX = "default"
 """The shipped matrix a run takes when none is named."""
 MATRIX_KEYS = {"control", "candidates", "aa_replicate", "confirm_reruns", "batch_size", "seed", "description"}
@@ -76,11 +90,10 @@ class Matrix:
     faults: dict[str, dict[str, Any]] = field(default_factory=dict)
     text: str = ""
     description: str = ""
-    concurrency: int = 1
-    kv_blocks: int | None = None
-    abort_percent: int = 0
-    arm_load: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Per arm, its own `concurrency`, `kv_blocks` and `abort_percent` (`[arm.<name>]`)."""
+    load: dict[str, Any] = field(default_factory=dict)
+    """The run's load keys set in `[load]` (or `[matrix]`): defaults for every arm."""
+    arm_load: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per arm, its own load keys (`[arm.<name>]`)."""
 
     def arms(self) -> tuple[Treatment, ...]:
         return (self.control, *self.candidates)
@@ -91,28 +104,36 @@ class Matrix:
     def batch_size_for(self, arm: str) -> int:
         return self.arm_batch_size.get(arm, self.batch_size)
 
+    def load_value(self, arm: str, key: str) -> Any:
+        """Load key `key` of `arm`: its `[arm.<name>]` value, else the run's, else the default."""
+        return self.arm_load.get(arm, {}).get(key, self.load.get(key, LOAD_DEFAULTS[key]))
+
+    @property
+    def concurrency(self) -> int:
+        return int(self.load.get("concurrency", 1))
+
     def concurrency_for(self, arm: str) -> int:
-        return self.arm_load.get(arm, {}).get("concurrency", self.concurrency)
+        return int(self.load_value(arm, "concurrency"))
 
     def kv_blocks_for(self, arm: str) -> int | None:
-        return self.arm_load.get(arm, {}).get("kv_blocks", self.kv_blocks)
+        blocks = self.load_value(arm, "kv_blocks")
+        return None if blocks is None else int(blocks)
 
     def abort_percent_for(self, arm: str) -> int:
-        return self.arm_load.get(arm, {}).get("abort_percent", self.abort_percent)
+        return int(self.load_value(arm, "abort_percent"))
 
     def submit_size_for(self, arm: str) -> int:
         """How many cases the runner hands the arm's session at once: enough to keep `concurrency` busy."""
         return max(self.batch_size_for(arm), self.concurrency_for(arm))
 
-    def load_for(self, arm: str) -> dict[str, int]:
+    def load_for(self, arm: str) -> dict[str, Any]:
         """The arm's load settings that differ from the defaults (what its manifest entry records)."""
-        load = {
-            "concurrency": self.concurrency_for(arm),
-            "kv_blocks": self.kv_blocks_for(arm),
-            "abort_percent": self.abort_percent_for(arm),
-        }
-        defaults = {"concurrency": 1, "abort_percent": 0}
-        return {k: v for k, v in load.items() if v is not None and v != defaults.get(k)}
+        load = {key: self.load_value(arm, key) for key in LOAD_KEYS}
+        return {k: v for k, v in load.items() if v != LOAD_DEFAULTS[k]}
+
+    def stressed(self, arm: str) -> bool:
+        """Whether `arm` runs under any load beyond one request at a time on the engine's own pool."""
+        return bool(self.load_for(arm))
 
 
 def shipped_matrices() -> dict[str, Path]:
@@ -220,9 +241,7 @@ def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
         faults=_faults(data.get("faults", {}), names, where),
         text=text,
         description=_typed(spec, "description", str, here, ""),
-        concurrency=_count(spec, "concurrency", 1, here, minimum=1, maximum=MAX_CONCURRENCY),
-        kv_blocks=_kv_blocks(spec, here),
-        abort_percent=_count(spec, "abort_percent", 0, here, maximum=100),
+        load=_run_load(spec, data.get("load"), where),
         arm_load=_arm_load(data.get("arm", {}), where),
     )
 
@@ -278,24 +297,38 @@ def _arm_batch_sizes(value: Any, names: list[str], where: str) -> dict[str, int]
     return sizes
 
 
-def _kv_blocks(spec: dict[str, Any], where: str) -> int | None:
-    return (
-        _count(spec, "kv_blocks", 1, where, minimum=1, maximum=MAX_KV_BLOCKS) if "kv_blocks" in spec else None
-    )
+def _load_table(table: dict[str, Any], here: str) -> dict[str, Any]:
+    """The load keys `table` sets, each checked against its type and bounds."""
+    own: dict[str, Any] = {}
+    if "concurrency" in table:
+        own["concurrency"] = _count(table, "concurrency", 1, here, minimum=1, maximum=MAX_CONCURRENCY)
+    if "kv_blocks" in table:
+        own["kv_blocks"] = _count(table, "kv_blocks", 1, here, minimum=1, maximum=MAX_KV_BLOCKS)
+    for key in ("abort_percent", "resend_percent"):
+        if key in table:
+            own[key] = _count(table, key, 0, here, maximum=100)
+    if "interleave" in table:
+        own["interleave"] = _typed(table, "interleave", bool, here)
+    if "repeat" in table:
+        own["repeat"] = _count(table, "repeat", 1, here, minimum=1, maximum=MAX_REPEAT)
+    return own
 
 
-def _arm_load(value: Any, where: str) -> dict[str, dict[str, int]]:
-    """Each `[arm.<name>]`'s own concurrency and kv_blocks (names and keys checked by _arm_batch_sizes)."""
-    load: dict[str, dict[str, int]] = {}
+def _run_load(spec: dict[str, Any], table: Any, where: str) -> dict[str, Any]:
+    """The run's load: `[load]`, or the same keys in `[matrix]` (never one key in both)."""
+    load = _table(table, f"{where} [load]") if table is not None else {}
+    check_keys(load, set(LOAD_KEYS), f"{where} [load]")
+    twice = sorted(set(load) & set(spec) & set(LOAD_KEYS))
+    if twice:
+        raise BadInput(f"{where}: {', '.join(twice)} set in both [matrix] and [load]; keep it in [load]")
+    return {**_load_table(spec, f"{where} [matrix]"), **_load_table(load, f"{where} [load]")}
+
+
+def _arm_load(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    """Each `[arm.<name>]`'s own load keys (names and keys checked by _arm_batch_sizes)."""
+    load: dict[str, dict[str, Any]] = {}
     for arm, table in _tables(value, f"{where} [arm]").items():
-        here = f"{where} [arm.{arm}]"
-        own = {}
-        if "concurrency" in table:
-            own["concurrency"] = _count(table, "concurrency", 1, here, minimum=1, maximum=MAX_CONCURRENCY)
-        if "kv_blocks" in table:
-            own["kv_blocks"] = _count(table, "kv_blocks", 1, here, minimum=1, maximum=MAX_KV_BLOCKS)
-        if "abort_percent" in table:
-            own["abort_percent"] = _count(table, "abort_percent", 0, here, maximum=100)
+        own = _load_table(table, f"{where} [arm.{arm}]")
         if own:
             load[arm] = own
     return load

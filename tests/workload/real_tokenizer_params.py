@@ -14,4 +14,5 @@ CASES: dict[str, dict[str, Any]] = {
     "structured_output": {"lengths": (2048,), "depths": (0.5,)},  # a record is ~22 tokens
     "tool_call": {"lengths": (1024, 2048), "depths": (0.5,)},
     "code": {"lengths": (1024, 2048), "depths": (0.5,)},
+    "block_edges": {"block_sizes": (16, 128), "multiples": (8,)},  # exact: the target ± 1 at most
 }

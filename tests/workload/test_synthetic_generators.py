@@ -12,7 +12,7 @@ import pytest
 
 from kvgate.validators.registry import get_validator
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import GENERATORS
+from kvgate.workload.generators.base import GENERATORS, ctx_bucket
 from kvgate.workload.generators.code import TEMPLATES
 from kvgate.workload.tokenizer import WordTokenizer
 
@@ -27,6 +27,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "structured_output": {"lengths": (512,), "depths": (0.2, 0.8)},
     "tool_call": {"lengths": (768,), "depths": (0.5,), "per_cell": 4},
     "code": {"lengths": (512,), "depths": (0.5,), "per_cell": 3},
+    "block_edges": {"block_sizes": (16, 128), "multiples": (8, 4)},
 }
 NAMES = sorted(SMALL)
 
@@ -83,7 +84,8 @@ def test_drafts_are_well_formed(name: str) -> None:
         assert draft.messages[-1]["role"] == "user"
         assert draft.question and draft.messages[-1]["content"].endswith(draft.question)
         assert TOK.question_start(draft.messages, draft.question) is not None
-        assert draft.task and draft.slices["ctx_bucket"] == str(target)
+        bucket = draft.params.get("block_length", target)  # a block edge's bucket is its block multiple's
+        assert draft.task and draft.slices["ctx_bucket"] == ctx_bucket(bucket)
         assert not draft.critical
         json.dumps([draft.expected, draft.validator_args, draft.params])  # JSON-able, as the row stores them
         get_validator(draft.validator).check_args(draft.expected, draft.validator_args)
@@ -106,6 +108,19 @@ def test_the_answer_is_in_the_prompt_and_the_reference_answer_passes(name: str) 
 @pytest.mark.parametrize("name", NAMES)
 def test_critical_flag_is_carried(name: str) -> None:
     assert all(d.critical for d in drafts(name, critical=True))
+
+
+def test_block_edge_prompts_are_one_token_below_at_and_above_each_block_multiple() -> None:
+    lengths = [
+        (d.slices["block_edge"], TOK.count_chat(d.messages), d.params["block_length"])
+        for d in drafts("block_edges")
+    ]
+    offsets = {"below": -1, "at": 0, "above": 1}
+    assert sorted({aligned for _, _, aligned in lengths}) == [64, 128, 512, 1024]  # 16·4, 16·8, 128·4, 128·8
+    assert all(n == aligned + offsets[edge] for edge, n, aligned in lengths)
+    assert sorted(edge for edge, _, _ in lengths) == sorted(["below", "at", "above"] * 4)
+    with pytest.raises(ValueError, match="haystack"):  # 16 tokens cannot hold the question
+        drafts("block_edges", block_sizes=(16,), multiples=(1,))
 
 
 def test_prompts_reach_their_target_within_a_few_words() -> None:
@@ -131,6 +146,8 @@ def test_prompts_reach_their_target_within_a_few_words() -> None:
         ("structured_output", {"per_cell": 0}),
         ("tool_call", {"depths": ()}),
         ("code", {"num_tests": 0}),
+        ("block_edges", {"block_sizes": (1,)}),
+        ("block_edges", {"multiples": ()}),
     ],
 )
 def test_bad_parameters_are_refused(name: str, bad: dict[str, Any]) -> None:

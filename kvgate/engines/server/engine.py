@@ -9,9 +9,12 @@ Every session, as the in-process engine does: warms a reuse arm's prompts up und
 measured requests (an arm that also offloads then has a launched server's device prefix cache reset, so
 its hits come from the offload tier); checks each batch's cached-token counters against the arm
 (`vllm/counters.py`), and once per reuse session probes a fresh salt, which must read 0 cached tokens.
-With a matrix's `abort_percent`, a seeded share of each batch's measured requests is sent first and
+The stress schedules (`engines/schedule.py`) run here as requests: an aborted request is sent and
 cancelled ABORT_AFTER_S after it left (the server aborts a request whose client went away), then sent
-again with the same prompt: the abort-and-resubmit schedule, counted in the pass record (`aborts`).
+again with the same prompt and the same `request_id` (vLLM's completions API takes one; every measured
+request carries `<namespace>:<case id>`); the interleaved namespace B and the churn are requests of one
+token under salts of their own (churn sends the batch's prompts reversed: other prompts of the same
+lengths); the counts go in the pass record.
 Each row carries the KV dtype and bytes per token the server's `vllm:cache_config_info` names
 (`kv_cache_facts.py`) and, for an offload arm after the reset, the blocks read back from the tier.
 Time to first token is not measured (the requests are not streamed): `ttft_s` is the request's latency.
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -41,6 +43,14 @@ from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_seconds
 from kvgate.engines.kv_cache_facts import NO_FACTS, cache_facts, metrics_cache_config
 from kvgate.engines.options import vllm_engine_arg_names
+from kvgate.engines.schedule import (
+    ScheduleCounts,
+    churn_namespace,
+    other_namespace,
+    pass_attempt,
+    run_schedule,
+    schedule_load,
+)
 from kvgate.engines.server import bounded_http
 from kvgate.engines.server.client import CompletionClient, Outcome, Request
 from kvgate.engines.server.endpoints import TOKEN_ENV, check_url, endpoint_for
@@ -233,7 +243,8 @@ class ServerSession:
         kinds = {p.kind for p in setup.treatment.parts()}
         self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
         self.probed = False
-        self.requests, self.timeouts, self.aborts = 0, 0, 0
+        self.requests, self.timeouts = 0, 0
+        self.counts = ScheduleCounts()
         self.retried: dict[str, int] = {}
         self.started = time.monotonic()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -242,8 +253,8 @@ class ServerSession:
         else:
             self._scratch = tempfile.TemporaryDirectory(prefix="kvgate-server-")
             self.run_dir = Path(self._scratch.name)
-        self.session = next_session(self.run_dir, setup.arm, setup.replicate, _attempt(setup))
-        self.stem = pass_stem(setup.arm, setup.replicate, _attempt(setup), self.session)
+        self.session = next_session(self.run_dir, setup.arm, setup.replicate, pass_attempt(setup))
+        self.stem = pass_stem(setup.arm, setup.replicate, pass_attempt(setup), self.session)
         self.server: LaunchedServer | None = None
         self.command: list[str] | None = None
         self.loop = asyncio.new_event_loop()
@@ -272,18 +283,34 @@ class ServerSession:
                 runnable.append(index)
         todo = [cases[i] for i in runnable]
         if todo:
-            if self.reuses:  # every prompt prefilled once under the arm's salt before it is measured
-                self._send([self._request(c, self.salt, measured=False) for c in todo])
-                if self.offloads and self.server is not None:
-                    self._reset_device_prefix_cache()
-            cancelled = [c for c in todo if aborted(self.setup, c.case_id)]
-            if cancelled:
-                self._abort([self._request(c, self.salt, measured=True) for c in cancelled])
-            outcomes = self._send([self._request(c, self.salt, measured=True) for c in todo])
-            generations = [self._generation(c, o) for c, o in zip(todo, outcomes, strict=True)]
-            self._check_counters(todo, generations)
+            generations = run_schedule(self.setup, todo, self, self.counts)
             results.update(zip(runnable, generations, strict=True))
         return [results[i] for i in range(len(cases))]
+
+    # --- the stress schedules' operations (engines/schedule.py) -------------------------------------
+
+    def measure(self, cases: Sequence[Case], warm: bool) -> list[Generation]:
+        """The measured answers of `cases`; `warm`: a reuse arm's prompts prefilled first under its salt
+        (without: a re-send after churn, which reads only what the churn left, so no lower bound on its
+        hits is checked)."""
+        if warm and self.reuses:  # every prompt prefilled once under the arm's salt before it is measured
+            self._send([self._request(c, self.salt, measured=False) for c in cases])
+            if self.offloads and self.server is not None:
+                self._reset_device_prefix_cache()
+        outcomes = self._send([self._request(c, self.salt, measured=True) for c in cases])
+        generations = [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
+        self._check_counters(cases, generations, warm)
+        return generations
+
+    def interleave(self, cases: Sequence[Case]) -> None:
+        salt = cache_salt(other_namespace(self.setup.namespace))
+        self._send([self._request(c, salt, measured=False) for c in cases], count=False)
+
+    def churn(self, cases: Sequence[Case]) -> int:
+        salt = cache_salt(churn_namespace(self.setup.namespace))
+        requests = [self._request(c, salt, measured=False, reverse=True) for c in cases]
+        self._send(requests, count=False)
+        return len(requests)
 
     def probe_cached_tokens(self, case: Case, namespace: str) -> int:
         """Prefill `case` once under `namespace`'s salt; how many prompt tokens it read from the cache."""
@@ -342,8 +369,10 @@ class ServerSession:
             self.setup.concurrency, died,
         )  # fmt: skip
 
-    def _request(self, case: Case, salt: str, measured: bool) -> Request:
+    def _request(self, case: Case, salt: str, measured: bool, reverse: bool = False) -> Request:
         prompt = list(case.prompt_token_ids or ())
+        if reverse:
+            prompt.reverse()
         body: dict[str, Any] = {
             "model": self.model_id,
             "prompt": prompt,
@@ -354,6 +383,7 @@ class ServerSession:
         }
         if measured:
             body["logprobs"] = 1
+            body["request_id"] = f"{self.setup.namespace}:{case.case_id}"  # the same when resubmitted
         return Request(case.case_id, body, len(prompt))
 
     def _send(self, requests: list[Request], count: bool = True) -> list[Outcome]:
@@ -415,10 +445,12 @@ class ServerSession:
         block = self.engine.block_size
         return -(-cached_tokens // block) if block else int(cached_tokens > 0)
 
-    def _abort(self, requests: list[Request]) -> None:
-        """Send each request and cancel it ABORT_AFTER_S later, unless it was answered by then."""
+    def abort(self, cases: Sequence[Case]) -> int:
+        """Send each case's measured request and cancel it ABORT_AFTER_S later, unless it was answered by
+        then; how many were cancelled."""
         client = self.client
         assert client is not None
+        requests = [self._request(c, self.salt, measured=True) for c in cases]
 
         async def cancel(request: Request) -> int:
             try:
@@ -430,13 +462,14 @@ class ServerSession:
         async def every() -> list[int]:
             return list(await asyncio.gather(*(cancel(r) for r in requests)))
 
-        self.aborts += sum(self.loop.run_until_complete(every()))
+        return sum(self.loop.run_until_complete(every()))
 
-    def _check_counters(self, cases: Sequence[Case], generations: Sequence[Generation]) -> None:
-        # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
-        # may have evicted a warmed-up prompt before it was measured; the run-level check still wants some.
+    def _check_counters(self, cases: Sequence[Case], generations: Sequence[Generation], warm: bool) -> None:
+        # No lower bound on reuse hits when the block size is unknown, when a small pool (kv_blocks)
+        # may have evicted a warmed-up prompt before it was measured, or after churn; the run-level
+        # check still wants some.
         block = self.engine.block_size or sys.maxsize
-        if self.setup.kv_blocks is not None:
+        if self.setup.kv_blocks is not None or not warm:
             block = sys.maxsize
         problem = counter_contradiction(self.setup.arm, self.reuses, block, cases, generations)
         if problem is None and self.reuses and not self.probed:
@@ -487,7 +520,7 @@ class ServerSession:
             "schema": "kvgate.server-pass/1",
             "arm": self.setup.arm,
             "replicate": self.setup.replicate,
-            "attempt": _attempt(self.setup),
+            "attempt": pass_attempt(self.setup),
             "session": self.session,
             "form": self.engine.form,
             "url": self.url,
@@ -497,7 +530,8 @@ class ServerSession:
             "retried": dict(sorted(self.retried.items())),
             "timeouts": self.timeouts,
             "preemptions": None if before is None or after is None else max(0, after - before),
-            "aborts": self.aborts,
+            "load": schedule_load(self.setup),
+            **self.counts.as_record(),
             "wall_s": round(time.monotonic() - self.started, 3),
         }
         if self.command is not None:
@@ -518,14 +552,6 @@ class ServerSession:
                 self.loop.run_until_complete(self.client.aclose())
         self.client = None
         self.loop.close()
-
-
-def aborted(setup: ArmSetup, case_id: str) -> bool:
-    """Whether the abort schedule cancels `case_id`'s first request: a seeded hash under the share."""
-    if setup.abort_percent <= 0:
-        return False
-    digest = hashlib.sha256(f"abort:{setup.seed}:{case_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < setup.abort_percent / 100
 
 
 def end_of_sequence_ids(folder: Path) -> set[int]:
@@ -549,12 +575,6 @@ def vocabulary_size(folder: Path) -> int | None:
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _attempt(setup: ArmSetup) -> int:
-    """The pass's attempt number, read from its namespace (`…:a<attempt>`)."""
-    tail = setup.namespace.rsplit(":a", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
 
 
 def _succeeded(body: bytes) -> bool:

@@ -1,12 +1,16 @@
-"""The record a server pass leaves in its run directory: how it was served, what the server counted.
+"""The record a served or scheduled pass leaves in its run directory: how it was served, what it counted.
 
     <run_dir>/server/<arm>.r<replicate>.a<attempt>.<session>.json    this record
     <run_dir>/server/<arm>.r<replicate>.a<attempt>.<session>.log     a launched server's output
 
 A resumed pass is a new session with records of its own. One JSON Schema, checked when a record is
-written and when it is read: `form` is "launched" or "endpoint"; `preemptions` is the rise of the
+written and when it is read: `form` is "launched" or "endpoint" (the server engine), or "in-process" (an
+engine without a server that ran a stress schedule: the fake engine); `preemptions` is the rise of the
 server's preemption counter over the pass (None: not reported); `retried` maps each case that needed
-more than one attempt to its attempt count; `timeouts` counts the cases that ran past the time limit.
+more than one attempt to its attempt count; `timeouts` counts the cases that ran past the time limit;
+`load` is the arm's declared load (the matrix's), and the stress schedules' counts
+(`engines/schedule.py`: aborts, interleaved, churned, resent, resend_changed, repeats,
+repeat_changed) stand beside the others.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ FOLDER = "server"
 MAX_RECORD_BYTES = 1 << 24
 SCHEMA_ID = "kvgate.server-pass/1"
 COUNT = {"type": "integer", "minimum": 0}
+SCHEDULE_COUNTS = ("interleaved", "churned", "resent", "resend_changed", "repeats", "repeat_changed")
+"""The stress schedules' counts beside `aborts` (`engines/schedule.py`; absent from older records)."""
 RECORD_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -51,7 +57,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "replicate": COUNT,
         "attempt": COUNT,
         "session": COUNT,
-        "form": {"enum": ["launched", "endpoint"]},
+        "form": {"enum": ["launched", "endpoint", "in-process"]},
         "url": {"type": "string"},
         "command": {"type": "array", "items": {"type": "string"}},
         "log": {"type": "string"},
@@ -62,6 +68,8 @@ RECORD_SCHEMA: dict[str, Any] = {
         "timeouts": COUNT,
         "preemptions": {"type": ["integer", "null"], "minimum": 0},
         "aborts": COUNT,
+        **{key: COUNT for key in SCHEDULE_COUNTS},
+        "load": {"type": "object"},
         "wall_s": {"type": "number", "minimum": 0},
     },
 }
@@ -115,3 +123,22 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
         check_record(record, f"server pass record {path}")
         records.append(record)
     return records
+
+
+COUNTED = ("requests", "timeouts", "preemptions", "aborts", *SCHEDULE_COUNTS)
+"""What `first_pass_counts` sums per arm."""
+
+
+def first_pass_counts(run_dir: Path) -> dict[str, dict[str, int | None]]:
+    """Per arm, what its first pass's records counted (replicate 0, attempt 0, summed over sessions):
+    requests, timeouts, preemptions (None: not reported), aborts and the schedules' counts."""
+    total: dict[str, dict[str, int | None]] = {}
+    for record in read_records(run_dir):
+        if record["replicate"] or record["attempt"]:
+            continue
+        seen = total.setdefault(record["arm"], {key: 0 for key in COUNTED} | {"preemptions": None})
+        for key in COUNTED:
+            value = record.get(key, 0)
+            if value is not None:
+                seen[key] = (seen[key] or 0) + value
+    return total

@@ -32,6 +32,7 @@ class Generator(Protocol):
 GENERATORS: Registry[Generator] = Registry(
     "generator",
     {
+        "block_edges": "kvgate.workload.generators.block_edges:BlockEdgesGenerator",
         "code": "kvgate.workload.generators.code:CodeGenerator",
         "common_words": "kvgate.workload.generators.common_words:CommonWordsGenerator",
         "freq_words": "kvgate.workload.generators.common_words:FreqWordsGenerator",

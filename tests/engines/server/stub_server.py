@@ -118,6 +118,8 @@ class StubState:
         self.answered = 0
         self.preemptions = 0
         self.aborted: set[tuple[str, str]] = set()  # (salt, key) of requests whose client went away
+        self.aborted_ids: list[str] = []  # the request_id of each request whose client went away
+        self.answered_ids: list[str] = []  # the request_id of each answered request (as vLLM's API takes it)
         self.last_answer = FALLBACK
         self.attempts: dict[tuple[str, str, int], int] = {}
         self.cache: set[tuple[str, str]] = set()  # (salt, key of a block-aligned prefix)
@@ -195,6 +197,7 @@ class Handler(BaseHTTPRequestHandler):
         state, o = self.state, self.state.options
         prompt = [int(t) for t in body["prompt"]]
         salt = str(body.get("cache_salt") or "")
+        request_id = str(body.get("request_id") or "")
         key = answer_key(prompt)
         max_tokens = int(body.get("max_tokens") or 16)
         with state.lock:
@@ -224,6 +227,7 @@ class Handler(BaseHTTPRequestHandler):
             if gone:  # aborted: nothing to answer, the slot left as the fault says
                 del state.in_flight[number]
                 state.aborted.add((salt, key))
+                state.aborted_ids.append(request_id)
                 return
             answer = own
             if o.stale_after_abort and (salt, key) in state.aborted:
@@ -237,6 +241,7 @@ class Handler(BaseHTTPRequestHandler):
                 others = [a for n, a in sorted(state.in_flight.items()) if n != number and a != own]
                 answer = others[0] if others else answer
             del state.in_flight[number]
+            state.answered_ids.append(request_id)
             state.last_answer = own
             state.store(salt, prompt)
             state.answered += 1
@@ -264,7 +269,7 @@ class Handler(BaseHTTPRequestHandler):
             "total_tokens": len(prompt) + len(tokens),
             "prompt_tokens_details": {"cached_tokens": cached},
         }
-        self._json(200, {"id": f"cmpl-{number}", "object": "text_completion", "model": "stub",
+        self._json(200, {"id": f"cmpl-{request_id or number}", "object": "text_completion", "model": "stub",
                          "choices": [choice], "usage": usage})  # fmt: skip
 
     def _misbehaved(self, how: str) -> bool:

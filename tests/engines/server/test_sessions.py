@@ -14,6 +14,7 @@ from stub_server import StubServer, start_stub
 
 from kvgate.engines.base import ArmSetup
 from kvgate.engines.fake import reference_answer
+from kvgate.engines.schedule import chosen
 from kvgate.engines.server.engine import ServerEngine, ServerSession
 from kvgate.engines.server.record import read_records
 from kvgate.errors import BadInput, EngineFailure
@@ -223,7 +224,7 @@ def test_the_abort_schedule_catches_a_server_that_answers_a_resubmitted_request_
                          abort_percent=abort_percent, run_dir=tmp_path)  # fmt: skip
         session = engine.open(setup)
         answers = [g.output_text for g in session.generate(cases[:8])]
-        aborts = session.aborts
+        aborts = session.counts.aborts
         session.close()
         return sum(a != e for a, e in zip(answers, expected, strict=True)), aborts
 
@@ -234,4 +235,57 @@ def test_the_abort_schedule_catches_a_server_that_answers_a_resubmitted_request_
     assert {r["aborts"] for r in read_records(tmp_path) if r["aborts"]} and all(
         "aborts" in r for r in read_records(tmp_path)
     )
+    engine.close()
+
+
+def test_a_resubmitted_request_carries_the_request_id_of_the_one_aborted(
+    served: Any, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    stub = served(latency_s=0.6)  # still serving when the client goes away
+    engine = ServerEngine(resolve_model(str(stub_model)), endpoints={"*": stub.url}, backoff_s=0.01)
+    setup = ArmSetup("full", 0, CONTROL, "kvgate-ns:t:full:r0:a0", batch_size=8, concurrency=8,
+                     abort_percent=50, run_dir=tmp_path)  # fmt: skip
+    session = engine.open(setup)
+    generations = session.generate(cases[:8])
+    session.close()
+    assert [g.output_text for g in generations] == [reference_answer(c) for c in cases[:8]]
+    aborted, answered = stub.state.aborted_ids, stub.state.answered_ids
+    assert set(answered) == {f"kvgate-ns:t:full:r0:a0:{c.case_id}" for c in cases[:8]} and len(answered) == 8
+    assert aborted and set(aborted) <= set(answered)  # each resubmission under the id of the one aborted
+    (record,) = read_records(tmp_path)
+    assert record["aborts"] == len(aborted) and record["load"] == {"abort_percent": 50}
+    engine.close()
+
+
+@pytest.mark.parametrize(
+    ("load", "counted"),
+    [
+        ({"interleave": True}, {"interleaved": 8}),
+        ({"resend_percent": 50}, {"churned": 8}),
+        ({"repeat": 3}, {"repeats": 16, "churned": 16, "repeat_changed": 0}),
+    ],
+)
+def test_a_reuse_arm_answers_alike_under_interleaving_re_sends_and_repeats(
+    served: Any, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path, load: dict[str, Any],
+    counted: dict[str, int],
+) -> None:  # fmt: skip
+    """A → B → A, a re-send after churn, a soak: the same answers, hits still read, each counted; B's
+    requests and the churn go under salts of their own."""
+    stub = served(prefix_caching=True)
+    reuse = Reuse("prefix-reuse")
+    engine = ServerEngine(resolve_model(str(stub_model)), endpoints={"*": stub.url}, backoff_s=0.01)
+    setup = ArmSetup("prefix-reuse", 0, reuse, "kvgate-ns:t:prefix-reuse:r0:a0", batch_size=8,
+                     concurrency=4, run_dir=tmp_path, **load)  # fmt: skip
+    session = engine.open(setup)
+    generations = session.generate(cases[:8])
+    session.close()
+    assert [g.output_text for g in generations] == [reference_answer(c) for c in cases[:8]]
+    assert any(g.n_cached_tokens > 0 for g in generations)
+    (record,) = read_records(tmp_path)
+    assert {k: record[k] for k in counted} == counted and record["load"] == load
+    resent = sum(chosen("resend", setup, c.case_id, setup.resend_percent) for c in cases[:8])
+    assert record["resent"] == resent and (resent > 0) == ("resend_percent" in load)
+    own = "kvgate-ns:t:prefix-reuse:r0:a0"
+    extra = {":interleaved": record["interleaved"], ":churn": record["churned"], ":isolation-probe": 1}
+    assert {salt for salt, _ in stub.state.cache} == {own} | {own + tail for tail, n in extra.items() if n}
     engine.close()
