@@ -133,7 +133,7 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
     from kvgate.gate.policy import load_policy
     from kvgate.rundir.manifest import build_manifest, write_manifest
     from kvgate.rundir.part_index import binding, entry, key_of, write_index
-    from kvgate.rundir.store import (
+    from kvgate.rundir.result_part import (
         CERTIFICATE_COLUMNS,
         RESULT_SCHEMA,
         RESULT_SCHEMA_VERSION,

@@ -34,7 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import dictionary_codes, to_numpy
-from kvgate.rundir.store import PROOF_COLUMNS, read_results
+from kvgate.rundir.result_part import PROOF_COLUMNS
+from kvgate.rundir.store import read_results
 from kvgate.treatments.spec import GGML_BLOCK_TYPES
 
 BYTES_SHARE_BOUND = 0.75

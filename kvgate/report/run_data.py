@@ -9,7 +9,6 @@ are read. A million rows in the runner's 1024-row parts load in about a second, 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,15 +24,10 @@ from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
 from kvgate.report.isolation import PassCounters
 from kvgate.rundir.integrity import PartCheck
-from kvgate.rundir.store import (
-    CERTIFICATE_COLUMNS,
-    CERTIFICATE_DRIFT_COLUMNS,
-    PROOF_COLUMNS,
-    RESULT_SCHEMA,
-    part_paths,
-)
+from kvgate.rundir.result_part import read_part
+from kvgate.rundir.store import part_paths
 from kvgate.workload.decoded_size import read_bounded
-from kvgate.workload.schema import META_KEY, SCHEMA_VERSION
+from kvgate.workload.schema import open_workload
 
 CERTIFICATE_SCORES = (
     "certificate_bound_max",
@@ -48,9 +42,9 @@ RESULT_COLUMNS = [
     "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
     *CERTIFICATE_SCORES, "kv_bytes",
 ]  # fmt: skip
-"""What the report reads of each result part in one pass; texts are read only for failing examples
-(report.evidence) and token ids never. Parts stored before the certificate or the proof columns read
-them as null."""
+"""What the report reads of each result part in one pass (rundir.result_part.read_part); texts are read
+only for failing examples (report.evidence) and token ids never. Parts stored before the certificate or
+the proof columns read them as null."""
 
 
 @dataclass(frozen=True)
@@ -122,24 +116,6 @@ def joined_lines(strings: pa.Array) -> bytes:
     return np.insert(body, offsets[1:-1] - offsets[0], ord("\n")).tobytes()
 
 
-def open_workload(path: str) -> tuple[pq.ParquetFile, dict[str, Any]]:
-    """A workload's Parquet file and its kvgate metadata; BadInput when it is not one."""
-    try:
-        parquet = pq.ParquetFile(path)
-    except FileNotFoundError:
-        raise BadInput(f"workload {path} does not exist") from None
-    except (OSError, pa.ArrowException) as exc:
-        raise BadInput(f"workload {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
-    raw = (parquet.schema_arrow.metadata or {}).get(META_KEY)
-    try:
-        meta = json.loads(raw) if raw is not None else None
-    except json.JSONDecodeError:
-        meta = None
-    if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
-        raise BadInput(f"workload {path} is not a kvgate workload of schema_version {SCHEMA_VERSION}")
-    return parquet, meta
-
-
 def read_case_columns(parquet: pq.ParquetFile, meta: dict[str, Any], path: str) -> pa.Table:
     """The columns a case table is built from: ids, critical flag, prompt length, prefix group, slices."""
     slice_columns = tuple(meta.get("slice_columns", ()))
@@ -176,7 +152,7 @@ def read_workload_cases(path: str) -> CaseTable:
     from kvgate.workload.schema import read_workload
 
     read_workload(Path(path))
-    parquet, meta = open_workload(path)
+    parquet, meta = open_workload(Path(path))
     table = read_case_columns(parquet, meta, path)
     if table["case_id"].null_count:
         raise BadInput(f"workload {path} has a case without a case_id")
@@ -195,7 +171,7 @@ def read_cases(manifest: dict[str, Any]) -> CaseTable:
         raise BadInput(f"run {manifest.get('run_id')}: the manifest names no workload")
     if not Path(path).exists():
         raise BadInput(f"workload {path} (named by run {manifest['run_id']}) does not exist")
-    parquet, meta = open_workload(path)
+    parquet, meta = open_workload(Path(path))  # the metadata checks `kvgate run` makes
     if meta.get("content_sha256") != manifest["workload_sha256"]:
         raise BadInput(f"workload {path} changed since run {manifest['run_id']}")
     table = read_case_columns(parquet, meta, path)
@@ -245,49 +221,12 @@ NUMERIC = {  # column → (fill for null, dtype)
 }
 DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
-_EXPECTED = pa.schema(
-    [
-        f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in DICTIONARY_COLUMNS else f
-        for f in RESULT_SCHEMA
-    ]
-)
-_EXPECTED_V3 = pa.schema([f for f in _EXPECTED if f.name not in PROOF_COLUMNS])
-_EXPECTED_V2 = pa.schema([f for f in _EXPECTED_V3 if f.name not in CERTIFICATE_DRIFT_COLUMNS])
-_EXPECTED_V1 = pa.schema([f for f in _EXPECTED_V3 if f.name not in CERTIFICATE_COLUMNS])
-"""Parts stored before the proof columns (3), the relative certificate ones (2) or any certificate
-column (1): read with those null."""
 
 
-def read_part(path: Path, check: PartCheck | None = None) -> pa.Table:
-    """The columns the report needs of one result part, their page checksums verified; a corrupt or
-    foreign part is a BadInput naming it. With `check` the part's bytes are read once, checked against
-    the run's index and binding (rundir.integrity) and parsed from memory."""
-    try:
-        source: Path | pa.BufferReader = path
-        if check is not None:
-            data = path.read_bytes()
-            source = pa.BufferReader(data)
-        with pq.ParquetFile(
-            source, page_checksum_verification=True, read_dictionary=DICTIONARY_COLUMNS
-        ) as part:
-            if check is not None:
-                check(path, data, part.schema_arrow.metadata)
-            schema = part.schema_arrow
-            older = (_EXPECTED, _EXPECTED_V3, _EXPECTED_V2, _EXPECTED_V1)
-            if not any(schema.equals(e, check_metadata=False) for e in older):
-                raise BadInput(f"result part {path} does not have the result schema")
-            have = set(schema.names)
-            table = part.read(columns=[c for c in RESULT_COLUMNS if c in have], use_threads=False)
-            for name in RESULT_COLUMNS:
-                if name not in have:
-                    field = _EXPECTED.field(name)
-                    table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-            return table.select(RESULT_COLUMNS)
-    except (OSError, pa.ArrowException) as exc:
-        lines = str(exc).splitlines() or [type(exc).__name__]
-        raise BadInput(
-            f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
-        ) from None
+def report_columns(path: Path, check: PartCheck | None = None) -> pa.Table:
+    """RESULT_COLUMNS of one result part, `arm` and `fail_kind` dictionary-encoded, through the store's one
+    part reader (rundir.result_part: versions, upgrade, checksums; `check` against the run's index)."""
+    return read_part(path, RESULT_COLUMNS, dictionary=DICTIONARY_COLUMNS, check=check)
 
 
 def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.ndarray:
@@ -344,7 +283,7 @@ class RunRows:
     ) -> None:
         paths = part_paths(run_dir)
         with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(lambda path: read_part(path, check), paths))
+            parts = list(pool.map(lambda path: report_columns(path, check), paths))
         self.n = cases.n
         self.case_ids = cases.case_ids
         self.arm_names = arm_names

@@ -33,64 +33,9 @@ from kvgate.errors import BadInput, EngineFailure
 from kvgate.names import check_name
 from kvgate.rundir import part_index
 from kvgate.rundir.part_index import binding, key_of, read_binding, read_index, stored_run_id, write_index
+from kvgate.rundir.result_part import RESULT_SCHEMA, RESULT_SCHEMA_VERSION, RESULT_VERSION_KEY, read_part
 from kvgate.workload.schema import atomic_write
 
-RESULT_SCHEMA = pa.schema(
-    [
-        ("case_id", pa.string()),
-        ("arm", pa.string()),
-        ("replicate", pa.int32()),
-        ("attempt", pa.int32()),
-        ("output_text", pa.string()),
-        ("output_token_ids", pa.list_(pa.int32())),
-        ("passed", pa.bool_()),
-        ("fail_kind", pa.string()),
-        ("detail", pa.string()),
-        ("n_prompt_tokens", pa.int32()),
-        ("n_cached_tokens", pa.int32()),
-        ("n_kv_entries_kept", pa.int32()),
-        ("ttft_s", pa.float64()),
-        ("latency_s", pa.float64()),
-        ("mean_logprob", pa.float64()),
-        ("min_logprob", pa.float64()),
-        ("first_divergence", pa.int32()),
-        ("certificate_bound_max", pa.float64()),
-        ("certificate_bound_mean", pa.float64()),
-        ("certificate_estimate_mean", pa.float64()),
-        ("certificate_relative_bound_mean", pa.float64()),
-        ("certificate_relative_estimate_mean", pa.float64()),
-        ("certificate_cap_share", pa.float64()),
-        ("kv_bytes", pa.int64()),
-        ("kv_dtype", pa.string()),
-        ("n_kv_quantized", pa.int32()),
-        ("n_tier_written", pa.int32()),
-        ("n_tier_read", pa.int32()),
-        ("n_spans_reused", pa.int32()),
-    ]
-)
-RESULT_SCHEMA_VERSION = 4
-"""Stored in every part's metadata under RESULT_VERSION_KEY; a part is read by its columns. Version 2
-added the certificate columns, version 3 the relative ones (CERTIFICATE_DRIFT_COLUMNS), version 4 the
-proof-of-treatment columns (PROOF_COLUMNS); a part of an older version (version 1 has no key) is read
-with the columns it lacks null."""
-RESULT_VERSION_KEY = b"kvgate.result_schema_version"
-CERTIFICATE_DRIFT_COLUMNS = (
-    "certificate_relative_bound_mean",
-    "certificate_relative_estimate_mean",
-    "certificate_cap_share",
-)
-CERTIFICATE_COLUMNS = (
-    "certificate_bound_max",
-    "certificate_bound_mean",
-    "certificate_estimate_mean",
-    *CERTIFICATE_DRIFT_COLUMNS,
-)
-PROOF_COLUMNS = ("kv_bytes", "kv_dtype", "n_kv_quantized", "n_tier_written", "n_tier_read", "n_spans_reused")
-"""The engine's evidence that the treatment ran (engines.base.Generation; report.proof reads them)."""
-RESULT_SCHEMA_V3 = pa.schema([f for f in RESULT_SCHEMA if f.name not in PROOF_COLUMNS])
-RESULT_SCHEMA_V2 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTIFICATE_DRIFT_COLUMNS])
-RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTIFICATE_COLUMNS])
-OLDER_SCHEMAS = {1: RESULT_SCHEMA_V1, 2: RESULT_SCHEMA_V2, 3: RESULT_SCHEMA_V3}
 _PART = re.compile(r"^part-(\d{5,})(?:-(\d{5,}))?\.parquet$")
 KEY_COLUMNS = ("arm", "replicate", "case_id", "attempt")
 RowKey = tuple[str, int, str, int]
@@ -213,7 +158,7 @@ def compact(run_dir: Path, arm: str) -> Path | None:
     if len(small) < 2:
         return None
     run_id = stored_run_id(run_dir)
-    table = pa.concat_tables([_read_part(p.path) for p in small])
+    table = pa.concat_tables([read_part(p.path) for p in small])
     table = table.replace_schema_metadata(_metadata(run_id, arm))
     merged = arm_dir / f"part-{small[0].first:05d}-{small[-1].last:05d}.parquet"
     try:
@@ -222,7 +167,7 @@ def compact(run_dir: Path, arm: str) -> Path | None:
         with contextlib.suppress(OSError):  # renamed but not made durable: the small parts hold the rows
             merged.unlink(missing_ok=True)
         return None
-    if not _read_part(merged).equals(table):
+    if not read_part(merged).equals(table):
         merged.unlink(missing_ok=True)
         raise EngineFailure(f"merged part {merged} does not read back as written: the disk is failing")
     try:
@@ -252,7 +197,7 @@ def remove_superseded_parts(run_dir: Path) -> list[Path]:
         live, superseded = _split(parts)
         for part in superseded:
             cover = next(r for r in live if r.covers(part))
-            missing = _keys(_read_part(part.path)) - _keys(_read_part(cover.path))
+            missing = _keys(read_part(part.path)) - _keys(read_part(cover.path))
             if missing:
                 raise BadInput(
                     f"result part {cover.path} covers {part.path.name} but lacks its row {min(missing)}: "
@@ -290,7 +235,7 @@ def reconcile(run_dir: Path, run_id: str) -> list[Path]:
                     changed(part.path)
                 parts[key] = listed[key]
                 continue
-            table = _read_part(part.path)
+            table = read_part(part.path)
             check_bound(part.path, read_binding(table.schema.metadata), run_id, arm_dir.name)
             if table.num_rows and set(table["arm"].unique().to_pylist()) != {arm_dir.name}:
                 raise BadInput(f"result part {part.path} holds rows of another arm")
@@ -303,7 +248,7 @@ def reconcile(run_dir: Path, run_id: str) -> list[Path]:
 
 def changed(path: Path) -> None:
     """Raise the BadInput for a part whose checksum differs: corrupt when it does not read, else edited."""
-    _read_part(path)
+    read_part(path)
     raise BadInput(f"result part {path} changed after it was stored (its sha256 differs from the index)")
 
 
@@ -323,7 +268,7 @@ def read_results(run_dir: Path, columns: Iterable[str] | None = None) -> pa.Tabl
     Every part is read whole, so its page checksums are verified whichever columns are asked for.
     """
     cols = list(columns) if columns is not None else None
-    tables = [_read_part(path) for path in part_paths(run_dir)]
+    tables = [read_part(path) for path in part_paths(run_dir)]
     if not tables:
         return _schema(cols).empty_table()
     table = pa.concat_tables(tables)
@@ -334,52 +279,11 @@ def _schema(cols: list[str] | None) -> pa.Schema:
     return RESULT_SCHEMA if cols is None else pa.schema([RESULT_SCHEMA.field(c) for c in cols])
 
 
-def _read_part(path: Path) -> pa.Table:
-    try:
-        with pq.ParquetFile(path, page_checksum_verification=True) as part:
-            table = part.read()
-    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
-        lines = str(exc).splitlines() or [type(exc).__name__]
-        raise BadInput(
-            f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
-        ) from None
-    version = _declared_version(table.schema.metadata, path)
-    known = {**OLDER_SCHEMAS, RESULT_SCHEMA_VERSION: RESULT_SCHEMA}
-    candidates = [known[version]] if version is not None else list(known.values())  # none: by columns
-    schema = next((s for s in candidates if table.schema.equals(s, check_metadata=False)), None)
-    if schema is None:
-        raise BadInput(f"result part {path} does not have the result schema (version {version or 'any'})")
-    return table if schema is RESULT_SCHEMA else _upgrade(table)
-
-
-def _declared_version(metadata: dict[bytes, bytes] | None, path: Path) -> int | None:
-    """The result schema version a part declares (None when it declares none: it is read by its
-    columns, as version 1 parts are); an unknown or newer one is a BadInput, never read as another."""
-    raw = (metadata or {}).get(RESULT_VERSION_KEY)
-    if raw is None:
-        return None
-    text = raw.decode("ascii", "replace")
-    if not text.isdigit() or not 1 <= int(text) <= RESULT_SCHEMA_VERSION:
-        raise BadInput(
-            f"result part {path} declares result schema version {text[:20]!r}; this kvgate reads 1 to "
-            f"{RESULT_SCHEMA_VERSION}: report it with the kvgate that wrote it (or a newer one)"
-        )
-    return int(text)
-
-
-def _upgrade(table: pa.Table) -> pa.Table:
-    """An older part's rows with the columns later versions added, null; its metadata kept."""
-    for field in RESULT_SCHEMA:
-        if field.name not in table.column_names:
-            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-    return table.select(RESULT_SCHEMA.names).replace_schema_metadata(table.schema.metadata)
-
-
 def stored_keys(run_dir: Path) -> set[RowKey]:
     """The (arm, replicate, case_id, attempt) of every stored row; a row stored twice is a BadInput."""
     keys: set[RowKey] = set()
     for path in part_paths(run_dir):
-        data = _read_part(path).select(list(KEY_COLUMNS)).to_pydict()
+        data = read_part(path).select(list(KEY_COLUMNS)).to_pydict()
         for key in zip(data["arm"], data["replicate"], data["case_id"], data["attempt"], strict=True):
             if key in keys:
                 raise BadInput(f"result part {path} repeats a stored row {key}: the store was tampered with")

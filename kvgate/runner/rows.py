@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvgate.engines.base import Generation
-from kvgate.rundir.store import PROOF_COLUMNS
+from kvgate.rundir.result_part import PROOF_COLUMNS
 from kvgate.runner.passes import ArmRun
 from kvgate.validators.registry import get_validator
 from kvgate.workload.case import Case

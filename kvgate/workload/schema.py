@@ -181,7 +181,8 @@ def atomic_write(path: Path, write: Any) -> None:
 
 
 def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
-    """The workload's Parquet file and its checked kvgate metadata (`read_meta`)."""
+    """The workload's Parquet file and its checked kvgate metadata (`read_meta`), its row count the one
+    the metadata states: the checks every reader makes (`kvgate run`, `kvgate report`) before any row."""
     try:
         if path.exists() and not path.is_file():  # a folder, a FIFO or a device: never opened
             raise BadInput(f"workload {path} is not a regular file")
@@ -194,7 +195,12 @@ def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
         if unfrozen:
             raise BadInput(f"workload {path} is {unfrozen}") from None
         raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
-    return parquet, read_meta(parquet, path)
+    meta = read_meta(parquet, path)
+    if parquet.metadata.num_rows != meta["n_cases"]:  # before any row is read
+        raise BadInput(
+            f"workload {path} has {parquet.metadata.num_rows} rows; its metadata says {meta['n_cases']}"
+        )
+    return parquet, meta
 
 
 TRACE_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -262,10 +268,6 @@ def read_workload(path: Path) -> Workload:
     """Read and verify a workload; any defect is a one-line BadInput naming the file."""
     parquet, meta = open_workload(path)
     slice_columns = tuple(meta["slice_columns"])
-    if parquet.metadata.num_rows != meta["n_cases"]:  # before anything is read
-        raise BadInput(
-            f"workload {path} has {parquet.metadata.num_rows} rows; its metadata says {meta['n_cases']}"
-        )
     try:
         table = read_bounded(path, _stored_columns(parquet, slice_columns))
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:

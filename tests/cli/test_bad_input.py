@@ -432,7 +432,7 @@ def test_a_part_of_an_unknown_result_version_is_refused(
     import pyarrow.parquet as pq
 
     from kvgate.rundir.part_index import entry, read_index, write_index
-    from kvgate.rundir.store import RESULT_VERSION_KEY
+    from kvgate.rundir.result_part import RESULT_VERSION_KEY
 
     run_dir = tmp_path / "run"
     shutil.copytree(finished_run, run_dir)

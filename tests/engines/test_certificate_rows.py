@@ -12,14 +12,14 @@ import pytest
 
 from kvgate.engines.base import Generation
 from kvgate.errors import BadInput
-from kvgate.report.run_data import read_part
-from kvgate.rundir.store import (
+from kvgate.report.run_data import report_columns
+from kvgate.rundir.result_part import (
     CERTIFICATE_COLUMNS,
     RESULT_SCHEMA,
     RESULT_SCHEMA_V1,
     RESULT_SCHEMA_V2,
-    read_results,
 )
+from kvgate.rundir.store import read_results
 from kvgate.runner.passes import ArmRun
 from kvgate.runner.rows import result_row
 from kvgate.treatments.matrix import parse_treatment
@@ -82,7 +82,7 @@ def test_parts_stored_before_the_certificate_columns_still_read(tmp_path: Path, 
     assert table.schema.equals(RESULT_SCHEMA, check_metadata=False)
     assert table.column("certificate_bound_max").to_pylist() == [0.5 if version == 2 else None]
     assert table.column("certificate_relative_bound_mean").to_pylist() == [None]
-    report_table = read_part(part)
+    report_table = report_columns(part)
     assert report_table.column("case_id").to_pylist() == ["c1"]
     assert report_table.column("certificate_cap_share").to_pylist() == [None]
 

@@ -20,10 +20,11 @@ from helpers.report_schema import report_json
 from kvgate.cli import cli
 from kvgate.gate.policy import parse_policy
 from kvgate.report.certificate_attribution import MIN_PER_KIND, certificate_attribution
-from kvgate.report.run_data import CERTIFICATE_SCORES, RESULT_COLUMNS, ArmRows, read_part
+from kvgate.report.run_data import CERTIFICATE_SCORES, RESULT_COLUMNS, ArmRows, report_columns
 from kvgate.rundir.manifest import build_manifest, write_manifest
 from kvgate.rundir.part_index import entry, key_of, read_index, stored_run_id, write_index
-from kvgate.rundir.store import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, RESULT_VERSION_KEY, write_part
+from kvgate.rundir.result_part import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, RESULT_VERSION_KEY
+from kvgate.rundir.store import write_part
 from kvgate.treatments.matrix import parse_matrix
 from kvgate.workload.schema import read_workload, write_workload
 
@@ -181,7 +182,7 @@ def test_a_part_stored_before_the_certificate_columns_reads_them_as_null(tmp_pat
     row_v1.update(case_id="c1", arm="full", replicate=0, attempt=0, passed=True, output_token_ids=[1])
     part = tmp_path / "part-00000.parquet"
     pq.write_table(pa.Table.from_pylist([row_v1], schema=RESULT_SCHEMA_V1), part)
-    table = read_part(part)
+    table = report_columns(part)
     assert table.column_names == RESULT_COLUMNS
     assert table.column("certificate_bound_max").to_pylist() == [None]
     assert table.column("certificate_bound_mean").to_pylist() == [None]
@@ -197,7 +198,7 @@ def test_a_part_stored_before_the_relative_columns_leaves_its_failures_unscored(
     results = run_dir / "results"  # the index lists the part as rewritten, as a version-2 run stored it
     listed = read_index(results) | {key_of(results, part): entry(part, old.num_rows)}
     write_index(results, stored_run_id(run_dir), listed)
-    assert read_part(part).column("certificate_relative_bound_mean").null_count == old.num_rows
+    assert report_columns(part).column("certificate_relative_bound_mean").null_count == old.num_rows
     block = report(run_dir)["arms"][0]["certificate_attribution"]
     assert (block["cache_induced"], block["own"], block["unscored"]) == (0, 0, 24)
     assert block["certificate"] is None and block["cap_share"] is None

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 from runner_support import Invoke, only_run, write_matrix
 
-from kvgate.rundir.store import PROOF_COLUMNS, RESULT_SCHEMA_V3, RESULT_VERSION_KEY, read_results
+from kvgate.rundir.result_part import PROOF_COLUMNS, RESULT_SCHEMA_V3, RESULT_VERSION_KEY
+from kvgate.rundir.store import read_results
 from kvgate.workload.freeze import freeze
 from kvgate.workload.tokenizer import WordTokenizer
 
