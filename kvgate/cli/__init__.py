@@ -6,6 +6,7 @@ command runs, so `kvgate --help` stays fast.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 from typing import Any
@@ -65,9 +66,10 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; a known error prints one line and exits with its code, never a traceback.
-        Ctrl-C exits 130 (naming the run to resume), a closed stdout is no error, and anything else is
-        a bug: one line naming the file that holds the traceback, exit 70."""
-        from kvgate.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, KvgateError
+        Ctrl-C exits 130 (naming the run to resume), a closed stdout is no error, a path the system
+        refuses (too long, a link loop, not a folder, read-only, …) is bad input (exit 2), and anything
+        else is a bug: one line naming the file that holds the traceback, exit 70."""
+        from kvgate.errors import EXIT_INTERRUPTED, KvgateError
 
         try:
             return super().invoke(ctx)
@@ -80,16 +82,13 @@ class LazyGroup(click.Group):
             ctx.exit(EXIT_INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except OSError as exc:
+            if exc.errno not in PATH_ERRNOS or exc.filename is None:
+                raise_internal(ctx, exc)
+            click.echo(f"kvgate: error: {_path_error(exc)}", err=True)
+            ctx.exit(2)
         except Exception as exc:
-            from kvgate.cli.closed_stdout import silence_stdout, stdout_closed
-
-            if isinstance(exc, BrokenPipeError) and stdout_closed():
-                silence_stdout()
-                ctx.exit(0)
-            from kvgate.cli.crash import crash_message
-
-            click.echo(crash_message(exc), err=True)
-            ctx.exit(EXIT_INTERNAL)
+            raise_internal(ctx, exc)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """No argument may hold a NUL byte (no path or name can) or bytes that are not UTF-8 (kvgate stores
@@ -124,6 +123,33 @@ class LazyGroup(click.Group):
 
             raise click.UsageError(str(unknown_name("command", name, list(COMMANDS))))
         return super().resolve_command(ctx, args)
+
+
+PATH_ERRNOS = frozenset(
+    {errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ENOENT,
+     errno.EACCES, errno.EPERM, errno.EROFS, errno.ENXIO, errno.ENODEV, errno.EMLINK, errno.ETXTBSY}
+)  # fmt: skip
+"""What a path the user named can make the operating system refuse: bad input, never a bug."""
+
+
+def _path_error(exc: OSError) -> str:
+    """One line for a path the system refused: the path (shortened) and the reason."""
+    name = os.fsdecode(exc.filename)
+    shown = repr(name) if len(name) <= 160 else f"{name[:80]!r}…{name[-60:]!r} ({len(name)} characters)"
+    return f"cannot use {shown}: {exc.strerror or exc}; name another path"
+
+
+def raise_internal(ctx: click.Context, exc: BaseException) -> None:
+    """A bug: one line naming the file with the traceback, exit 70 (a closed stdout is exit 0)."""
+    from kvgate.cli.closed_stdout import silence_stdout, stdout_closed
+    from kvgate.cli.crash import crash_message
+    from kvgate.errors import EXIT_INTERNAL
+
+    if isinstance(exc, BrokenPipeError) and stdout_closed():
+        silence_stdout()
+        ctx.exit(0)
+    click.echo(crash_message(exc), err=True)
+    ctx.exit(EXIT_INTERNAL)
 
 
 def _cwd() -> str:

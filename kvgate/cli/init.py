@@ -20,21 +20,26 @@ from kvgate.cli.options import MODEL_TAKES
 FILES = ("suite.toml", "matrix.toml", "policy.toml")
 
 
+MAX_TRACE_BYTES = 1 << 30
+"""Largest trace `init` reads (1 GiB)."""
+
+
 def _trace_tasks(trace: Path) -> tuple[int, list[str]]:
     """(records, their distinct tasks) of a JSONL trace; BadInput naming the first bad line."""
+    from kvgate.bounded_file import read_text
     from kvgate.errors import BadInput
 
     records, tasks = 0, set()
-    try:
-        lines = trace.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"trace {trace} is not a readable UTF-8 JSONL file: {exc}") from None
+    try:  # a regular file only: a named pipe was waited on for ever
+        lines = read_text(trace, MAX_TRACE_BYTES, "trace").splitlines()
+    except FileNotFoundError:
+        raise BadInput(f"trace {trace} does not exist") from None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
             raise BadInput(f"trace {trace}, line {number}: not JSON (one request object per line)") from None
         if not isinstance(record, dict) or "messages" not in record:
             raise BadInput(f"trace {trace}, line {number}: a record needs `messages` (OpenAI chat format)")
@@ -66,7 +71,7 @@ def init(trace: Path, folder: Path, engine: str, model: str) -> None:
 
     engine_info(engine)
     records, tasks = _trace_tasks(trace)
-    taken = [name for name in FILES if (folder / name).exists()]
+    taken = [name for name in FILES if os.path.lexists(folder / name)]  # a dangling link is taken too
     if taken:
         raise BadInput(f"{folder} already holds {', '.join(taken)}: edit them, or give another -o DIR")
     default = resolve_matrix(DEFAULT_MATRIX)

@@ -8,10 +8,12 @@ date) and self-contained (glyphs as paths), so a report renders the same anywher
 from __future__ import annotations
 
 import io
+import os
 from itertools import pairwise
 from typing import Any
 
 from kvgate.errors import BadInput
+from kvgate.paths import cache_dir
 from kvgate.report.text import shown_slices
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "error": "#8e24aa"}
@@ -22,8 +24,19 @@ RC: Any = {"svg.hashsalt": "kvgate", "svg.fonttype": "path", "font.size": 9, "ax
       "axes.spines.right": False}  # fmt: skip
 
 
+def _matplotlib() -> Any:
+    """matplotlib, with its config and font cache in kvgate's cache (or $MPLCONFIGDIR): left to itself
+    it writes ~/.config/matplotlib and ~/.cache/matplotlib, files outside anything kvgate was asked to
+    write."""
+    os.environ.setdefault("MPLCONFIGDIR", str(cache_dir() / "matplotlib"))
+    import matplotlib
+
+    return matplotlib
+
+
 def _figure(width: float, height: float) -> Any:
     try:
+        _matplotlib()
         from matplotlib.figure import Figure
     except ImportError:
         raise BadInput("the HTML report needs matplotlib: pip install 'kvgate[report]'") from None
@@ -37,8 +50,7 @@ def _percent() -> Any:
 
 
 def _svg(fig: Any) -> str:
-    import matplotlib
-
+    matplotlib = _matplotlib()
     buf = io.StringIO()
     with matplotlib.rc_context(RC):
         fig.savefig(buf, format="svg", metadata={"Date": None})
@@ -54,8 +66,7 @@ def x_limit(slices: list[dict[str, Any]]) -> float:
 
 def cfr_by_slice(arm: dict[str, Any]) -> str:
     """Per slice: CFR (dot) to its one-sided upper bound (bar), τ (tick), coloured by decision."""
-    import matplotlib
-
+    matplotlib = _matplotlib()
     slices = shown_slices(arm)  # as the table below it
     with matplotlib.rc_context(RC):
         fig = _figure(7.5, 0.8 + 0.28 * len(slices))
@@ -87,8 +98,7 @@ def cfr_by_slice(arm: dict[str, Any]) -> str:
 def cfr_by_context(report: dict[str, Any]) -> str | None:
     """CFR against median prompt length per context bucket: one panel per arm (shared axes), each a line
     with a band to the upper bound, so arms never overlap."""
-    import matplotlib
-
+    matplotlib = _matplotlib()
     plotted = [
         a for a in report["arms"] if any(p["cfr"] is not None and p["prompt_tokens"] for p in a["by_context"])
     ]
@@ -133,7 +143,7 @@ def cfr_by_context(report: dict[str, Any]) -> str | None:
 
 def divergence(report: dict[str, Any]) -> str | None:
     """Histograms of the first output token where each arm leaves the control, by candidate verdict."""
-    import matplotlib
+    matplotlib = _matplotlib()
     from matplotlib.ticker import MaxNLocator
 
     arms = [a for a in report["arms"] if a["divergence"]["diverged"]]

@@ -160,7 +160,10 @@ def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
 
 def atomic_write(path: Path, write: Any) -> None:
     """Call `write(file)` on a temp file beside `path`, fsync it, then rename it over `path`. The file
-    gets the mode a plain create would (0666 less the umask)."""
+    gets the mode a plain create would (0666 less the umask). A folder, named pipe or device at `path`
+    is refused (BadInput), never renamed over: a plain file would take the device's place."""
+    if path.exists() and not path.is_file():
+        raise BadInput(f"cannot write {path}: it is a folder, a named pipe or a device; name a file")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     try:

@@ -1,0 +1,102 @@
+"""What the hostile battery (bench/hostile_battery.py) found, each pinned: a path the system refuses
+is bad input in one line, never exit 70; no output is renamed over a named pipe; a negative seed is
+refused by its option; the HTML report's matplotlib keeps its config in kvgate's cache, not in $HOME."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from helpers.cli import kvgate
+
+LONG = "x" * 5000
+"""A name longer than any file system allows (ENAMETOOLONG)."""
+
+
+def _refused(result: Result, *words: str) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2, (result.exit_code, result.output[-300:])
+    stderr = result.stderr
+    assert stderr.startswith("kvgate: error: ") and stderr.count("\n") == 1, stderr[:300]
+    assert "internal error" not in stderr and len(stderr) < 400, stderr[:300]
+    assert all(w in stderr for w in words), stderr[:300]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--resume", LONG],
+        ["report", LONG],
+        ["runs", LONG],
+        ["view", LONG, "--no-open"],
+    ],
+    ids=["run --resume", "report", "runs", "view"],
+)
+def test_a_path_too_long_is_bad_input_in_one_line(args: list[str]) -> None:
+    """Each was exit 70 (OSError: File name too long) on f684a0a."""
+    _refused(kvgate(*args), "File name too long", "characters)")
+
+
+def test_a_link_loop_given_as_a_run_is_bad_input(tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    result = kvgate("report", loop)
+    assert result.exit_code == 2 and "internal error" not in result.stderr, result.stderr
+
+
+def test_init_into_an_existing_file_is_bad_input(tmp_path: Path) -> None:
+    """`init -o FILE` was exit 70 (FileExistsError) on f684a0a."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"messages": [{"role": "user", "content": "Code 1?"}], "expected": ["1"]}\n')
+    taken = tmp_path / "taken"
+    taken.write_text("mine\n")
+    _refused(kvgate("init", trace, "-o", taken), "File exists")
+    assert taken.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("kind", ["named pipe", "device"])
+def test_freeze_never_renames_over_a_pipe_or_a_device(tmp_path: Path, kind: str) -> None:
+    """`freeze -o FIFO` and `freeze -o /dev/null` renamed a plain file over the pipe or the device on
+    f684a0a (the battery's run replaced this machine's /dev/null so); here on a null device of its own."""
+    target = tmp_path / "target"
+    if kind == "device":
+        try:
+            os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("making a device node needs root")
+    else:
+        os.mkfifo(target)
+    before = os.lstat(target).st_mode
+    _refused(kvgate("freeze", "smoke", "--limit", "1", "-o", target), "named pipe or a device")
+    assert os.lstat(target).st_mode == before
+
+
+def test_a_negative_seed_is_refused_by_its_option() -> None:
+    """`simulate --seed -1` was exit 70 (numpy: expected non-negative integer) on f684a0a."""
+    result = kvgate("simulate", "--runs", "10", "--n", "24", "--seed", "-1")
+    assert result.exit_code == 2 and "--seed" in result.output and "internal error" not in result.output
+
+
+def test_matplotlib_config_stays_in_kvgates_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendering HTML wrote ~/.config/matplotlib and ~/.cache/matplotlib (outside the run): the plots
+    now point matplotlib at kvgate's cache unless $MPLCONFIGDIR says otherwise."""
+    from kvgate.report import plots
+
+    monkeypatch.delenv("MPLCONFIGDIR", raising=False)
+    monkeypatch.setenv("KVGATE_CACHE", str(tmp_path / "cache"))
+    plots._matplotlib()
+    assert os.environ["MPLCONFIGDIR"] == str(tmp_path / "cache" / "matplotlib")
+    monkeypatch.setenv("MPLCONFIGDIR", str(tmp_path / "mine"))
+    plots._matplotlib()
+    assert os.environ["MPLCONFIGDIR"] == str(tmp_path / "mine")
+
+
+def test_init_refuses_a_trace_that_is_a_named_pipe(tmp_path: Path) -> None:
+    """`init FIFO` waited on the pipe for ever on f684a0a."""
+    fifo = tmp_path / "trace.jsonl"
+    os.mkfifo(fifo)
+    _refused(kvgate("init", fifo, "-o", tmp_path / "gate"), "not a regular file")
+    assert not (tmp_path / "gate").exists()
