@@ -18,15 +18,19 @@ from kvgate.workload.suites import resolve_suite
 MODEL = "smollm2-135m"
 
 
-def engine(device: str = "cpu", random_weights: bool = False) -> HFEngine:
-    """The hf engine on the embedded model; with `random_weights`, its model rebuilt from the same config
-    with freshly initialised weights (seeded), for machines the weights cannot reach."""
-    built = HFEngine(resolve_model(MODEL), device=device)
+def engine(device: str = "cpu", random_weights: bool = False, dtype: str = "float32") -> HFEngine:
+    """The hf engine on the embedded model in `dtype`; with `random_weights`, its model rebuilt from the
+    same config with freshly initialised weights (seeded), for machines the weights cannot reach."""
+    built = HFEngine(resolve_model(MODEL), device=device, dtype=dtype)
     if random_weights:
         from transformers import AutoModelForCausalLM
 
         torch.manual_seed(0)
-        built.model = AutoModelForCausalLM.from_config(built.model.config).to(built.device).eval()
+        built.model = (
+            AutoModelForCausalLM.from_config(built.model.config)
+            .to(device=built.device, dtype=getattr(torch, dtype))
+            .eval()
+        )
     return built
 
 

@@ -4,7 +4,9 @@
 # caching. The offload arm gets a small GPU KV budget (num_gpu_blocks_override) and its GPU prefix cache is
 # reset between its warm-up and measured passes, so every cached token it reports was loaded back from
 # host memory. Prints kvgate's report and a per-arm summary: passes, outputs identical to the control,
-# first divergence, cached tokens. Then the hf engine's batched speed-up on CUDA (bench/batched_hf.py).
+# first divergence, cached tokens. Then the hf engine on CUDA: the attention-error certificate's arms beside
+# their plain arms (bfloat16), the batched speed-up (bench/batched_hf.py) and the certificate's cost
+# (bench/certificate_cost.py).
 #
 #   bench/gpu_check.sh                          # 8 smoke cases
 #   LIMIT=24 bench/gpu_check.sh                 # all 24
@@ -114,6 +116,60 @@ for arm, replicate in arms:
     )
 PY
 
+# The attention-error certificate on CUDA in bfloat16 (the retained keys' normaliser through bmm's float32
+# result, no float32 copy of them per step): the hf engine runs StreamingLLM and SnapKV at 50% with and
+# without it on the same cases; each certified arm must give its plain arm's tokens on every case, and a
+# certificate on every case that decoded past its first token.
+echo "== hf engine on CUDA (bfloat16): certificate arms beside their plain arms"
+CERT_MATRIX="$OUT/certificate.toml"
+cat >"$CERT_MATRIX" <<'TOML'
+# Written by bench/gpu_check.sh: eviction arms with and without the attention-error certificate.
+[matrix]
+description = "GPU check: StreamingLLM and SnapKV at 50%, each with and without its certificate"
+control = "full"
+candidates = ["streaming-50", "streaming-50-cert", "snapkv-50", "snapkv-50-cert"]
+aa_replicate = false
+confirm_reruns = 0
+TOML
+set +e
+"${KVGATE[@]}" run --engine hf -w "$WORKLOAD" -m "$CERT_MATRIX" -o "$OUT/certificate" --quiet \
+  -E device=cuda -E dtype=bfloat16
+CERT_RUN=$?
+CERT_DIR="$(dirname "$(ls "$OUT"/certificate/*/manifest.json 2>/dev/null | head -n 1)")"
+"$PY" - "$CERT_DIR" <<'PY'
+"""Per method: cases, certified tokens equal to the plain arm's, cases with a certificate, mean relative
+bound and cap share; exit 1 when a certified arm changed a token or lacks its certificate."""
+import statistics
+import sys
+from pathlib import Path
+
+from kvgate.rundir.store import read_results
+
+rows = [r for r in read_results(Path(sys.argv[1])).to_pylist() if r["attempt"] == 0]
+bad = 0
+for method in ("streaming", "snapkv"):
+    plain = {r["case_id"]: r for r in rows if r["arm"] == f"{method}-50"}
+    cert = [r for r in rows if r["arm"] == f"{method}-50-cert"]
+    same = sum(r["output_token_ids"] == plain[r["case_id"]]["output_token_ids"] for r in cert)
+    decoded = [r for r in cert if len(r["output_token_ids"]) > 1]
+    with_cert = [r for r in decoded if r["certificate_relative_bound_mean"] is not None]
+    relative = [r["certificate_relative_bound_mean"] for r in with_cert]
+    cap = [r["certificate_cap_share"] for r in with_cert]
+    print(
+        f"{method}-50-cert: {len(cert)} cases, tokens equal to {method}-50 on {same}, certificate on "
+        f"{len(with_cert)} of {len(decoded)} decoded, mean relative bound "
+        f"{statistics.mean(relative) if relative else float('nan'):.4f}, cap share "
+        f"{statistics.mean(cap) if cap else float('nan'):.3f}"
+    )
+    bad += same != len(cert) or len(with_cert) != len(decoded) or not cert
+sys.exit(1 if bad else 0)
+PY
+CERT_CHECK=$?
+set -e
+if [[ "$CERT_RUN" -gt 3 || "$CERT_CHECK" -ne 0 ]]; then
+  echo "gpu_check: certificate arms: kvgate run exited $CERT_RUN, check exited $CERT_CHECK" >&2
+fi
+
 # The hf engine on CUDA: 8 equal-length cases one at a time against one batch (and the preallocated KV cache
 # against transformers' concatenating one), side by side, the same tokens required on every side.
 echo "== hf engine on CUDA: batched against one at a time"
@@ -125,11 +181,12 @@ if [[ "$BATCHED" -ne 0 ]]; then
   echo "gpu_check: bench/batched_hf.py exited $BATCHED (outputs differ, or it failed)" >&2
 fi
 
-# The attention-error certificate on CUDA: seconds per generated token of StreamingLLM and SnapKV at 50%
-# with and without it, alternated repetitions (writes bench/results/certificate_cost_cuda.json).
+# The attention-error certificate's cost on CUDA in bfloat16: wall seconds per generated token of
+# StreamingLLM and SnapKV at 50% with and without it, alternated repetitions (target ≤ 1.3×; writes
+# bench/results/certificate_cost_cuda.json).
 echo "== hf engine on CUDA: attention-error certificate cost"
 set +e
-"$PY" "$ROOT/bench/certificate_cost.py" --device cuda --cases 3 --repeats 5
+"$PY" "$ROOT/bench/certificate_cost.py" --device cuda --dtype bfloat16 --cases 3 --repeats 5
 CERTIFICATE=$?
 set -e
 if [[ "$CERTIFICATE" -ne 0 ]]; then

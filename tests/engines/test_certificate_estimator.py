@@ -8,7 +8,13 @@ import math
 import pytest
 import torch
 
-from kvgate.engines.hf.certificate.estimator import certify_step, exact_error, multiplier
+from kvgate.engines.hf.certificate.estimator import (
+    certify_step,
+    certify_with_lse,
+    exact_error,
+    multiplier,
+    retained_lse,
+)
 from kvgate.engines.hf.certificate.sampling import (
     DroppedSample,
     draw_sample,
@@ -187,3 +193,32 @@ def test_sizes_and_multiplier() -> None:
     assert expected_size(1000, 0.1, 16) == 100 and expected_size(50, 0.1, 16) == 16
     assert expected_size(8, 0.1, 16) == 8
     assert multiplier(0.95) == pytest.approx(math.sqrt(20))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_retained_normaliser_of_a_narrow_cache_is_float32_in_chunks(dtype: torch.dtype) -> None:
+    """A 16-bit cache's logsumexp, widened a few positions at a time and combined, equals the one of the
+    whole cache widened at once (the former per-step copy) and float64's, and certifies alike."""
+    c = attention_case(3, heavy=4.0)
+    keys, q = c["keys"].to(dtype), c["q"].to(dtype)
+    whole = torch.logsumexp(torch.matmul(q.float(), keys.float().transpose(-1, -2)) * SCALE, dim=-1)
+    reference = torch.logsumexp(torch.matmul(q.double(), keys.double().transpose(-1, -2)) * SCALE, dim=-1)
+    for chunk in (5, R, 4 * R):  # several uneven chunks, exactly one, more room than positions
+        lse = retained_lse(q, keys, SCALE, chunk=chunk)
+        assert lse.dtype == torch.float32 and lse.shape == (B, HKV, G)
+        assert torch.allclose(lse, whole, rtol=1e-6, atol=1e-5)
+        assert torch.allclose(lse.double(), reference, rtol=1e-6, atol=1e-5)
+    in_chunks = retained_lse(q, keys, SCALE, chunk=5)
+    chunked = certify_with_lse(q, c["out"], in_chunks, full_sample(c), SCALE, 0.95)
+    widened = certify_with_lse(q, c["out"], whole, full_sample(c), SCALE, 0.95)
+    assert torch.allclose(chunked.bound, widened.bound, rtol=1e-5)
+    assert torch.allclose(chunked.estimate, widened.estimate, rtol=1e-5)
+
+
+def test_a_float32_cache_is_read_as_it_is() -> None:
+    c = attention_case(4)
+    lse = retained_lse(c["q"], c["keys"], SCALE)
+    direct = torch.logsumexp(torch.matmul(c["q"], c["keys"].transpose(-1, -2)) * SCALE, dim=-1)
+    assert torch.equal(lse, direct)
+    empty = retained_lse(c["q"].bfloat16(), c["keys"][:, :, :0].bfloat16(), SCALE)
+    assert bool(torch.isneginf(empty).all()) and empty.shape == (B, HKV, G)

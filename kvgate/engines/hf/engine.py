@@ -257,7 +257,7 @@ class HFSession:
         ids = torch.tensor([c.prompt_token_ids for c in cases], device=self.engine.device)
         b, n = ids.shape
         span = _compressed_span(treatment, case, n)
-        cache = self._cache(n + case.max_new_tokens, certified=certificate is not None)
+        cache = self._cache(n + case.max_new_tokens)
         start = time.perf_counter()
 
         certified = certificate is not None
@@ -334,15 +334,17 @@ class HFSession:
             for row_tokens, row_logprobs, row_fed in zip(tokens, logprobs, fed, strict=True)
         ]
 
-    def _cache(self, capacity: int, certified: bool) -> Any:
+    def _cache(self, capacity: int) -> Any:
         """A preallocated cache for `capacity` positions (`preallocated_cache`: no copy per step); a
         dynamic one where tensors taken from the cache must outlive later writes to it (the prefix
-        cache and span store keep cached KV, the certificate keeps evicted entries)."""
+        cache and span store keep cached KV). A certificate copies what it keeps of the evicted entries
+        (gathers, never views), so a certified arm decodes on the same preallocated cache as its plain
+        arm."""
         from transformers import DynamicCache
 
         from kvgate.engines.hf.preallocated_cache import preallocated_cache
 
-        if self.reuser is not None or certified:
+        if self.reuser is not None:
             return DynamicCache(config=self.engine.model.config)
         return preallocated_cache(self.engine.model.config, capacity)
 

@@ -123,7 +123,7 @@ def test_the_preallocated_cache_decodes_as_the_dynamic_one(engine: Any, cases: l
     session = engine.open(setup)
     try:
         preallocated = session.generate(cases[:2])
-        session._cache = lambda capacity, certified: DynamicCache(config=engine.model.config)
+        session._cache = lambda capacity: DynamicCache(config=engine.model.config)
         dynamic = session.generate(cases[:2])
     finally:
         session.close()

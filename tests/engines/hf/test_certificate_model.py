@@ -3,6 +3,7 @@ without it), it reports per case, it is refused where it cannot apply, and its r
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 from hf_engine_support import passkey_cases, run_arm
 
+from kvgate.engines.base import ArmSetup
 from kvgate.engines.hf.certificate.replay import TOLERANCE, replay
 from kvgate.treatments.spec import Composite, Eviction, Quantize
 from kvgate.workload.case import Case
@@ -40,6 +42,28 @@ def test_the_certificate_only_observes(engine: Any, cases: list[Case], method: s
         relative, estimate = with_.certificate_relative_bound_mean, with_.certificate_relative_estimate_mean
         assert relative is not None and estimate is not None and relative >= estimate > 0
         assert with_.certificate_cap_share is not None and 0.0 <= with_.certificate_cap_share <= 1.0
+
+
+@pytest.mark.model
+def test_the_certificate_reads_the_preallocated_cache_as_the_dynamic_one(
+    engine: Any, cases: list[Case]
+) -> None:
+    """A certified arm decodes on the preallocated cache its plain arm uses: the same tokens and the same
+    certificate as on transformers' concatenating cache (what certified arms decoded on before)."""
+    from transformers import DynamicCache
+
+    treatment = Eviction("snapkv-cert", method="snapkv", ratio=0.5, certificate=True)
+    session = engine.open(ArmSetup(treatment.name, 0, treatment, "test:cert-prealloc"))
+    try:
+        (preallocated,) = session.generate(cases[:1])
+        session._cache = lambda capacity: DynamicCache(config=engine.model.config)
+        (dynamic,) = session.generate(cases[:1])
+    finally:
+        session.close()
+    assert preallocated.output_token_ids == dynamic.output_token_ids
+    for name in ("bound_max", "bound_mean", "estimate_mean", "relative_bound_mean", "cap_share"):
+        a, b = getattr(preallocated, f"certificate_{name}"), getattr(dynamic, f"certificate_{name}")
+        assert a is not None and b is not None and math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7), name
 
 
 @pytest.mark.model

@@ -60,10 +60,44 @@ def multiplier(confidence: float) -> float:
     return math.sqrt(1.0 / (1.0 - confidence))
 
 
-def retained_lse(queries: torch.Tensor, keys: torch.Tensor, scale: float) -> torch.Tensor:
-    """[..., Hkv, G]: log Σ_R exp(scale · q·k_j) over the retained keys [..., Hkv, r, D] for queries
-    [..., Hkv, G, D]."""
-    return torch.logsumexp(torch.matmul(queries.float(), keys.float().transpose(-1, -2)) * scale, dim=-1)
+LSE_CHUNK = 1024
+"""Retained positions whose keys are widened to float32 at once, where the cache holds a narrower type
+and no matmul can return float32 from it (`retained_lse`)."""
+
+
+def retained_lse(
+    queries: torch.Tensor, keys: torch.Tensor, scale: float, chunk: int = LSE_CHUNK
+) -> torch.Tensor:
+    """[..., Hkv, G] float32: log Σ_R exp(scale · q·k_j) over the retained keys [..., Hkv, r, D] for
+    queries [..., Hkv, G, D], in float32 without a float32 copy of the retained keys per step.
+
+    A float32 cache is read as it is. A float16/bfloat16 one, with queries of its type (the model's own),
+    goes through CUDA's matmul with a float32 result (`torch.bmm(..., out_dtype=torch.float32)`: each
+    product of two 16-bit floats is exact in float32 and the sums are float32, so the logits equal those
+    of widened inputs); elsewhere it is widened `chunk` positions at a time and the chunks' logsumexps
+    combined with `torch.logaddexp` (numerically safe: no exponential of an unshifted logit), so at most
+    `chunk` positions are widened at a time."""
+    if keys.dtype == torch.float32:
+        return torch.logsumexp(torch.matmul(queries.float(), keys.transpose(-1, -2)) * scale, dim=-1)
+    if keys.is_cuda and queries.dtype == keys.dtype and keys.dtype in (torch.float16, torch.bfloat16):
+        lead, g, r = queries.shape[:-2], queries.shape[-2], keys.shape[-2]
+        flat_q = queries.reshape(-1, g, queries.shape[-1])
+        flat_k = keys.reshape(-1, r, keys.shape[-1])
+        try:
+            logits = torch.bmm(flat_q, flat_k.transpose(1, 2), out_dtype=torch.float32)
+        except (TypeError, RuntimeError):  # a torch without bmm's out_dtype: the chunks below
+            pass
+        else:
+            return torch.logsumexp(logits * scale, dim=-1).reshape(*lead, g)
+    q = queries.float()
+    total: torch.Tensor | None = None
+    for start in range(0, keys.shape[-2], chunk):
+        part = keys[..., start : start + chunk, :].float()
+        lse = torch.logsumexp(torch.matmul(q, part.transpose(-1, -2)) * scale, dim=-1)
+        total = lse if total is None else torch.logaddexp(total, lse)
+    if total is None:
+        return torch.full(q.shape[:-1], float("-inf"), dtype=torch.float32, device=q.device)
+    return total
 
 
 def certify_step(
