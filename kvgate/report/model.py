@@ -25,6 +25,7 @@ from kvgate.gate.policy import Policy, parse_policy
 from kvgate.gate.policy_diff import TEXT_ONLY, changed_settings
 from kvgate.report.arm import ReportContext, arm_report
 from kvgate.report.context import context_group
+from kvgate.report.document.report import SCHEMA
 from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
 from kvgate.report.numbers import ratio
 from kvgate.report.proof import treatment_proofs
@@ -37,11 +38,6 @@ from kvgate.rundir.manifest import read_manifest
 if TYPE_CHECKING:
     from kvgate.rundir.integrity import PartCheck
 
-SCHEMA = 6
-"""Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
-3: each arm's certificate attribution; 4: its primary score the mean relative bound, the others under
-`other_scores`, and `cap_share`; 5: each arm's proof of treatment, KV bytes counted by the engine;
-6: the stress schedule each arm and the control ran under, with its counts, `stress`)."""
 PROVENANCE = (
     "run_id", "created_at", "workload_sha256", "tokenizer", "model", "engine", "engine_options",
     "matrix_name", "n_cases", "limit", "policy_sha256", "git_commit",
