@@ -20,34 +20,23 @@ from kvgate.cli.options import MODEL_TAKES
 FILES = ("suite.toml", "matrix.toml", "policy.toml")
 
 
-MAX_TRACE_BYTES = 1 << 30
-"""Largest trace `init` reads (1 GiB)."""
-
-
 def _trace_tasks(trace: Path) -> tuple[int, list[str]]:
-    """(records, their distinct tasks) of a JSONL trace; BadInput naming the first bad line."""
-    from kvgate.bounded_file import read_text
+    """(records, their distinct tasks) of a trace, read and checked as `freeze` reads it (one reader:
+    `workload.traces`); BadInput naming the first bad line."""
     from kvgate.errors import BadInput
+    from kvgate.workload.traces import normalise_messages, read_records
 
-    records, tasks = 0, set()
-    try:  # a regular file only: a named pipe was waited on for ever
-        lines = read_text(trace, MAX_TRACE_BYTES, "trace").splitlines()
-    except FileNotFoundError:
-        raise BadInput(f"trace {trace} does not exist") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    records = read_records(trace)
+    for where, _, record in records:
+        if "messages" not in record:
+            raise BadInput(f"{where}: a record needs `messages` (OpenAI chat format)")
         try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
-            raise BadInput(f"trace {trace}, line {number}: not JSON (one request object per line)") from None
-        if not isinstance(record, dict) or "messages" not in record:
-            raise BadInput(f"trace {trace}, line {number}: a record needs `messages` (OpenAI chat format)")
-        records += 1
-        tasks.add(str(record.get("task", "trace")))
+            normalise_messages(record["messages"], record.get("tools"))
+        except ValueError as exc:
+            raise BadInput(f"{where}: {exc}") from None
     if not records:
         raise BadInput(f"trace {trace} holds no records")
-    return records, sorted(tasks)
+    return len(records), sorted({str(record.get("task", "trace")) for _, _, record in records})
 
 
 @click.command()

@@ -25,4 +25,6 @@ def parse_engine_options(pairs: tuple[str, ...]) -> dict[str, Any]:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+        except RecursionError:
+            raise click.BadParameter(f"{key}'s value is nested thousands deep", param_hint="-E") from None
     return options

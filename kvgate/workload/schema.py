@@ -240,7 +240,7 @@ def read_meta(parquet: pq.ParquetFile, path: Path) -> dict[str, Any]:
         raise BadInput(f"workload {path} has corrupt kvgate metadata (its two footer copies differ)")
     try:
         meta = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep
         raise BadInput(f"workload {path} has corrupt kvgate metadata") from None
     if not isinstance(meta, dict):
         raise BadInput(f"workload {path} has corrupt kvgate metadata (not an object)")

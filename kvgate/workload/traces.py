@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
 from kvgate.workload.case import CaseDraft
 from kvgate.workload.generators.common import length_bucket
@@ -82,33 +83,45 @@ class TraceParams:
             raise ValueError("validator_args must be a table")
 
 
+MAX_TRACE_BYTES = 1 << 30
+"""Largest JSON Lines trace read (1 GiB), checked before reading."""
+
+
 def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
     """(where, number, record) from a JSON Lines or Parquet trace: `where` is "file:line" or "file row n"
-    and `number` the line or row number (1-based)."""
-    if not path.is_file():
+    and `number` the line or row number (1-based). A JSON Lines trace is read as every spec is
+    (`bounded_file.read_text`: a regular file only, never a pipe waited on; size first; UTF-8)."""
+    if not path.exists():
         raise BadInput(f"trace {path} does not exist")
     if path.suffix.lower() == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        if not path.is_file():
+            raise BadInput(f"trace {path} is not a regular file; kvgate reads only regular files")
         try:
             rows = pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowException) as exc:
             raise BadInput(f"trace {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
         return [(f"{path} row {i}", i, row) for i, row in enumerate(rows, 1)]
     records = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise BadInput(f"{where}: a record must be a JSON object, got {type(record).__name__}")
-            records.append((where, lineno, record))
+    try:
+        text = read_text(path, MAX_TRACE_BYTES, "trace")
+    except FileNotFoundError:
+        raise BadInput(f"trace {path} does not exist") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise BadInput(f"{where}: nested thousands of levels deep; no request is") from None
+        if not isinstance(record, dict):
+            raise BadInput(f"{where}: a record must be a JSON object, got {type(record).__name__}")
+        records.append((where, lineno, record))
     return records
 
 

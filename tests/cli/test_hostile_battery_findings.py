@@ -100,3 +100,48 @@ def test_init_refuses_a_trace_that_is_a_named_pipe(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     _refused(kvgate("init", fifo, "-o", tmp_path / "gate"), "not a regular file")
     assert not (tmp_path / "gate").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        (b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "nested"),
+        (b'{"messages": 5}\n', "non-empty list"),
+        (b'{"messages": [{"role": 7, "content": null}]}\n', "role"),
+        (b'{"messages": [{"role": "user", "content": "\xff"}]}\n', "not UTF-8"),
+    ],
+    ids=["nested 100,000 deep", "messages not a list", "role not a role", "not UTF-8"],
+)
+def test_init_reads_its_trace_as_freeze_does(tmp_path: Path, line: bytes, words: str) -> None:
+    """A trace nested 100,000 deep was exit 70 (RecursionError) in `init` on f684a0a, and records
+    `freeze` refuses were accepted: `init` now reads through freeze's trace reader."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_bytes(line)
+    _refused(kvgate("init", trace, "-o", tmp_path / "gate"), words)
+    _refused(kvgate("freeze", _suite_for(trace), "-o", tmp_path / "w.parquet"), words)
+
+
+def _suite_for(trace: Path) -> Path:
+    suite = trace.with_suffix(".toml")
+    body = f'[[trace]]\npath = "{trace}"\nvalidator = "substring_any"\n'
+    suite.write_text(f'name = "t"\ndescription = "d"\n\n{body}')
+    return suite
+
+
+def test_a_workload_whose_metadata_is_nested_100000_deep_is_refused(
+    smoke_workload: Path, tmp_path: Path
+) -> None:
+    """`freeze --check` of such a forged workload was exit 70 (RecursionError) on f684a0a."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(smoke_workload)
+    forged = tmp_path / "deep.parquet"
+    pq.write_table(
+        table.replace_schema_metadata({b"kvgate.workload": b"[" * 100_000 + b"]" * 100_000}), forged
+    )
+    _refused(kvgate("freeze", "--check", forged), "corrupt kvgate metadata")
+
+
+def test_an_engine_option_nested_100000_deep_is_refused() -> None:
+    result = kvgate("run", "--engine", "fake", "-E", "x=" + "[" * 100_000 + "]" * 100_000)
+    assert result.exit_code == 2 and "nested" in result.output and "internal error" not in result.output

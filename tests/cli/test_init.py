@@ -61,4 +61,4 @@ def test_init_never_overwrites_and_refuses_a_bad_trace(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"messages": []}\nnot json\n')
     code, out = kvgate("init", bad, "-o", tmp_path / "h")
-    assert code == 2 and "line 2: not JSON" in out and not (tmp_path / "h").exists()
+    assert code == 2 and "bad.jsonl:2: not valid JSON" in out and not (tmp_path / "h").exists()
