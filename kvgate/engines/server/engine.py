@@ -5,10 +5,11 @@ engine arguments as the in-process `vllm` engine, and `--num-gpu-blocks-override
 `kv_blocks`), starts the server on a free loopback port with its log in the run directory, and stops it
 at close. On CPU the defaults are the in-process engine's (float32, eager, block size 128, 1 GiB KV).
 
-Every session, as the in-process engine does: warms a reuse arm's prompts up under its salt before the
-measured requests (an arm that also offloads then has a launched server's device prefix cache reset, so
-its hits come from the offload tier); checks each batch's cached-token counters against the arm
-(`vllm/counters.py`), and once per reuse session probes a fresh salt, which must read 0 cached tokens.
+Every session runs the served protocol the in-process engine shares (`engines/served_session.py`): a
+reuse arm's prompts warmed up under its salt before the measured requests (an arm that also offloads then
+has a launched server's device prefix cache reset, so its hits come from the offload tier), each batch's
+cached-token counters checked against the arm, and once per reuse session a probe under a fresh salt,
+which must read 0 cached tokens.
 The stress schedules (`engines/schedule.py`) run here as requests: an aborted request is sent and
 cancelled ABORT_AFTER_S after it left (the server aborts a request whose client went away), then sent
 again with the same prompt and the same `request_id` (vLLM's completions API takes one; every measured
@@ -51,6 +52,7 @@ from kvgate.engines.schedule import (
     run_schedule,
     schedule_load,
 )
+from kvgate.engines.served_session import ServedSession, cache_salt
 from kvgate.engines.server import bounded_http
 from kvgate.engines.server.client import CompletionClient, Outcome, Request
 from kvgate.engines.server.endpoints import TOKEN_ENV, check_url, endpoint_for
@@ -67,17 +69,7 @@ from kvgate.engines.server.launch import (
 )
 from kvgate.engines.server.metrics import preemptions
 from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_record
-from kvgate.engines.vllm.args import (
-    ARM_KEYS,
-    DEFAULT_OFFLOAD_GIB,
-    OFFLOAD_ON_CPU,
-    VLLMPlatform,
-    arm_args,
-    arm_refusal,
-    base_engine_args,
-)
-from kvgate.engines.vllm.counters import counter_contradiction, salt_leak
-from kvgate.engines.vllm.engine import cache_salt
+from kvgate.engines.vllm import args as vllm_args
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec, model_folder
 from kvgate.treatments.spec import Treatment
@@ -91,7 +83,6 @@ ISOLATION_GIVEN = (
 SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 DEVICES = ("cpu", "gpu")
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
-RESET_ATTEMPTS = 100
 ABORT_AFTER_S = 0.25
 """How long an aborted request runs before its client goes away: past its arrival and prefill on a busy
 machine (a shorter wait can cancel a request before the server saw it)."""
@@ -122,7 +113,7 @@ class ServerEngine:
         dtype: str | None = None,
         enforce_eager: bool | None = None,
         block_size: int | None = None,
-        offload_gib: float = DEFAULT_OFFLOAD_GIB,
+        offload_gib: float = vllm_args.DEFAULT_OFFLOAD_GIB,
         **vllm_options: Any,
     ) -> None:
         _check_numbers(timeout_s=timeout_s, ready_s=ready_s, stop_s=stop_s, backoff_s=backoff_s)
@@ -151,7 +142,7 @@ class ServerEngine:
         self.block_size: int | None = int(block_size) if block_size else None
         arg_names = vllm_engine_arg_names()
         for key in vllm_options:
-            if key in ARM_KEYS:
+            if key in vllm_args.ARM_KEYS:
                 raise BadInput(
                     f"server engine option {key!r} is set per arm by its treatment, not for the run"
                 )
@@ -160,7 +151,9 @@ class ServerEngine:
         if self.form == "launched":
             check_template(self.template)
             try:
-                self.base_args = base_engine_args(self.device == "cpu", dtype, enforce_eager, block_size)
+                self.base_args = vllm_args.base_engine_args(
+                    self.device == "cpu", dtype, enforce_eager, block_size
+                )
             except ValueError as exc:
                 raise BadInput(f"server engine: {exc}") from None
             self.base_args.update(vllm_options)
@@ -175,9 +168,9 @@ class ServerEngine:
         if self.model_path is not None or model.available():  # the end-of-sequence ids to strip
             self.eos_ids = end_of_sequence_ids(self.model_path or model_folder(model))
             self.vocab_size = vocabulary_size(self.model_path or model_folder(model))
-        self.platform = VLLMPlatform(
+        self.platform = vllm_args.VLLMPlatform(
             device=self.device,
-            offload_refusal=OFFLOAD_ON_CPU if self.device == "cpu" else None,
+            offload_refusal=vllm_args.OFFLOAD_ON_CPU if self.device == "cpu" else None,
             fp8_refusals={},
             arg_names=arg_names if arg_names is not None else frozenset(),
         )
@@ -193,9 +186,11 @@ class ServerEngine:
             return None
         if not self.check_arg_names:
             given = {k for p in (*treatment.parts(), treatment) for k in p.engine_args}
-            platform_ = VLLMPlatform(self.device, self.platform.offload_refusal, {}, frozenset(given))
-            return arm_refusal(treatment, platform_)
-        return arm_refusal(treatment, self.platform)
+            platform_ = vllm_args.VLLMPlatform(
+                self.device, self.platform.offload_refusal, {}, frozenset(given)
+            )
+            return vllm_args.arm_refusal(treatment, platform_)
+        return vllm_args.arm_refusal(treatment, self.platform)
 
     def fingerprint(self) -> dict[str, Any]:
         base = {
@@ -234,15 +229,16 @@ class ServerEngine:
             self._session = None
 
 
-class ServerSession:
-    """One arm and replicate: its server (launched or given), its salt, its async client."""
+class ServerSession(ServedSession):
+    """One arm and replicate: its server (launched or given), its salt, its async client (the protocol:
+    engines/served_session)."""
+
+    reset_refused = "the server kept refusing to reset its prefix cache"
 
     def __init__(self, engine: ServerEngine, setup: ArmSetup) -> None:
-        self.engine, self.setup = engine, setup
-        self.salt = cache_salt(setup.namespace)
-        kinds = {p.kind for p in setup.treatment.parts()}
-        self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
-        self.probed = False
+        super().__init__(setup, engine.eos_ids)
+        self.engine = engine
+        self.block_size = engine.block_size
         self.requests, self.timeouts = 0, 0
         self.counts = ScheduleCounts()
         self.retried: dict[str, int] = {}
@@ -271,36 +267,41 @@ class ServerSession:
             self.close()
             raise
 
-    def generate(self, cases: Sequence[Case]) -> list[Generation]:
-        results: dict[int, Generation] = {}
-        runnable = []
-        for index, case in enumerate(cases):
-            if case.prompt_token_ids is None:
-                results[index] = Generation.failed(
-                    case, "case has no prompt_token_ids: freeze the workload with --model"
-                )
-            else:
-                runnable.append(index)
-        todo = [cases[i] for i in runnable]
-        if todo:
-            generations = run_schedule(self.setup, todo, self, self.counts)
-            results.update(zip(runnable, generations, strict=True))
-        return [results[i] for i in range(len(cases))]
+    def run_batch(self, cases: Sequence[Case]) -> list[Generation]:
+        return run_schedule(self.setup, cases, self, self.counts)
 
-    # --- the stress schedules' operations (engines/schedule.py) -------------------------------------
+    # --- the served protocol's engine side (engines/served_session.py) ------------------------------
 
-    def measure(self, cases: Sequence[Case], warm: bool) -> list[Generation]:
-        """The measured answers of `cases`; `warm`: a reuse arm's prompts prefilled first under its salt
-        (without: a re-send after churn, which reads only what the churn left, so no lower bound on its
-        hits is checked)."""
-        if warm and self.reuses:  # every prompt prefilled once under the arm's salt before it is measured
-            self._send([self._request(c, self.salt, measured=False) for c in cases])
-            if self.offloads and self.server is not None:
-                self._reset_device_prefix_cache()
+    def warm_up(self, cases: Sequence[Case]) -> None:
+        self._send([self._request(c, self.salt, measured=False) for c in cases])
+
+    def answer(self, cases: Sequence[Case]) -> list[Generation]:
         outcomes = self._send([self._request(c, self.salt, measured=True) for c in cases])
-        generations = [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
-        self._check_counters(cases, generations, warm)
-        return generations
+        return [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
+
+    def resets_device_cache(self) -> bool:
+        """Only a launched server's: a given endpoint's cache is not kvgate's to reset."""
+        return self.server is not None
+
+    def counter_block(self) -> int:
+        # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
+        # may have evicted a warmed-up prompt before it was measured; the run-level check still wants some.
+        return sys.maxsize if self.setup.kv_blocks is not None else super().counter_block()
+
+    def try_reset(self) -> bool:
+        try:
+            status, body = bounded_http.request("POST", f"{self.url}/reset_prefix_cache", 30.0)
+        except (httpx.HTTPError, TimeoutError) as exc:
+            reason = str(exc) or "no answer within 30 s"
+            raise EngineFailure(f"arm {self.setup.arm!r}: /reset_prefix_cache failed: {reason}") from None
+        if status == 404:
+            raise EngineFailure(
+                f"arm {self.setup.arm!r}: the server has no /reset_prefix_cache (vLLM serves it with "
+                f"{DEV_MODE}=1), so offloaded blocks cannot be told from the device cache"
+            )
+        return status == 200 and _succeeded(body)
+
+    # --- the stress schedules' other operations (engines/schedule.py) -------------------------------
 
     def interleave(self, cases: Sequence[Case]) -> None:
         salt = cache_salt(other_namespace(self.setup.namespace))
@@ -343,7 +344,7 @@ class ServerSession:
             url = endpoint_for(engine.endpoints, setup.arm)
             assert url is not None  # refused before otherwise
             return url, _endpoint_model(url, label, min(MODELS_DEADLINE_S, engine.timeout_s))
-        args = arm_args(engine.base_args, setup.treatment, engine.offload_gib, setup.kv_blocks)
+        args = vllm_args.arm_args(engine.base_args, setup.treatment, engine.offload_gib, setup.kv_blocks)
         port = free_port()
         values = {
             "model": str(engine.model_path or ""),
@@ -418,32 +419,16 @@ class ServerSession:
             return Generation.failed(
                 case, f"the server answered token id {max(tokens)}, beyond the vocabulary of {vocab}"
             )
-        logprobs = list(completion.logprobs)
-        if completion.finish_reason == "stop" and tokens and tokens[-1] in self.engine.eos_ids:
-            tokens.pop()  # as the in-process engines: outputs end before the end-of-sequence token
-            logprobs = logprobs[: len(tokens)]
-        return Generation(
-            output_text=completion.text,
-            output_token_ids=tuple(tokens),
-            n_prompt_tokens=completion.prompt_tokens,
-            n_cached_tokens=completion.cached_tokens,
-            n_kv_entries_kept=completion.prompt_tokens,
+        return self.greedy_generation(
+            tokens,
+            completion.logprobs,
+            completion.finish_reason,
+            lambda _: completion.text,
+            n_prompt=completion.prompt_tokens,
+            n_cached=completion.cached_tokens,
             ttft_s=outcome.latency_s,
             latency_s=outcome.latency_s,
-            mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
-            min_logprob=min(logprobs) if logprobs else None,
-            n_tier_read=self._tier_blocks_read(completion.cached_tokens),
-            **self.cache.evidence(completion.prompt_tokens),
         )
-
-    def _tier_blocks_read(self, cached_tokens: int) -> int | None:
-        """KV blocks a measured request read back from the offload tier: once a launched server's device
-        prefix cache is reset after the warm-up, every cached token was loaded from the tier (its blocks
-        of the server's block size; one when that is unknown). None where the engine cannot tell."""
-        if not (self.offloads and self.reuses and self.server is not None):
-            return None
-        block = self.engine.block_size
-        return -(-cached_tokens // block) if block else int(cached_tokens > 0)
 
     def abort(self, cases: Sequence[Case]) -> int:
         """Send each case's measured request and cancel it ABORT_AFTER_S later, unless it was answered by
@@ -463,42 +448,6 @@ class ServerSession:
             return list(await asyncio.gather(*(cancel(r) for r in requests)))
 
         return sum(self.loop.run_until_complete(every()))
-
-    def _check_counters(self, cases: Sequence[Case], generations: Sequence[Generation], warm: bool) -> None:
-        # No lower bound on reuse hits when the block size is unknown, when a small pool (kv_blocks)
-        # may have evicted a warmed-up prompt before it was measured, or after churn; the run-level
-        # check still wants some.
-        block = self.engine.block_size or sys.maxsize
-        if self.setup.kv_blocks is not None or not warm:
-            block = sys.maxsize
-        problem = counter_contradiction(self.setup.arm, self.reuses, block, cases, generations)
-        if problem is None and self.reuses and not self.probed:
-            hit = next((c for c, g in zip(cases, generations, strict=True) if g.n_cached_tokens > 0), None)
-            if hit is not None:
-                self.probed = True
-                fresh = f"{self.setup.namespace}:isolation-probe"
-                problem = salt_leak(self.setup.arm, self.probe_cached_tokens(hit, fresh))
-        if problem:
-            raise EngineFailure(problem)
-
-    def _reset_device_prefix_cache(self) -> None:
-        """Drop the server's device prefix cache, not its offload tier, so every measured hit is a block
-        loaded back from the host (as the in-process engine does between its two passes)."""
-        for _ in range(RESET_ATTEMPTS):
-            try:
-                status, body = bounded_http.request("POST", f"{self.url}/reset_prefix_cache", 30.0)
-            except (httpx.HTTPError, TimeoutError) as exc:
-                reason = str(exc) or "no answer within 30 s"
-                raise EngineFailure(f"arm {self.setup.arm!r}: /reset_prefix_cache failed: {reason}") from None
-            if status == 404:
-                raise EngineFailure(
-                    f"arm {self.setup.arm!r}: the server has no /reset_prefix_cache (vLLM serves it with "
-                    f"{DEV_MODE}=1), so offloaded blocks cannot be told from the device cache"
-                )
-            if status == 200 and _succeeded(body):
-                return
-            time.sleep(0.05)
-        raise EngineFailure(f"arm {self.setup.arm!r}: the server kept refusing to reset its prefix cache")
 
     def _metrics(self) -> str | None:
         """The server's Prometheus text, or None without `/metrics`."""

