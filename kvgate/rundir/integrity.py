@@ -40,6 +40,16 @@ class PartCheck:
         if hashlib.sha256(data).hexdigest() != self.listed[key_of(self.results, path)]["sha256"]:
             changed(path)
         check_bound(path, read_binding(metadata), self.run_id, path.parent.name)
+        self.check_rows(path, pq.read_metadata(pa.BufferReader(data)).num_rows)
+
+    def check_rows(self, path: Path, rows: int) -> None:
+        """The index's row count for the part is the part's own (an edited count is refused, not used)."""
+        listed = self.listed[key_of(self.results, path)]["rows"]
+        if listed != rows:
+            raise BadInput(
+                f"{self.results / INDEX} lists {listed} rows for {path}, which holds {rows}: the index "
+                "was changed after it was written"
+            )
 
 
 def verify_run(run_dir: Path, manifest: dict[str, Any], parts: bool = True) -> PartCheck:
@@ -121,6 +131,7 @@ def _verify_parts(run_dir: Path, check: PartCheck, read_parts: bool) -> None:
         if file_sha256(path) != listed[key_of(results, path)]["sha256"]:
             changed(path)
         check_bound(path, read_binding(_metadata(path)), check.run_id, path.parent.name)
+        check.check_rows(path, pq.read_metadata(path).num_rows)
 
 
 def _metadata(path: Path) -> dict[bytes, bytes] | None:

@@ -153,6 +153,8 @@ def resolve_inputs(opts: RunOptions, stored: dict[str, Any] | None) -> Inputs:
 
 def _stored_matrix(stored: dict[str, Any], where: str) -> Matrix:
     """The run's matrix, resolved again (a treatment it takes from the catalog may have changed)."""
+    if not isinstance(stored.get("matrix_text"), str):
+        raise BadInput(f"cannot resume: {where} holds no matrix_text (the matrix the run was started with)")
     try:
         return parse_matrix_text(
             stored["matrix_text"], stored.get("matrix_name", "matrix"), f"{where} matrix"

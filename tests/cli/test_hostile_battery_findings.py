@@ -145,3 +145,48 @@ def test_a_workload_whose_metadata_is_nested_100000_deep_is_refused(
 def test_an_engine_option_nested_100000_deep_is_refused() -> None:
     result = kvgate("run", "--engine", "fake", "-E", "x=" + "[" * 100_000 + "]" * 100_000)
     assert result.exit_code == 2 and "nested" in result.output and "internal error" not in result.output
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A complete fake-engine run of 2 cases: the control and one candidate."""
+    root = tmp_path_factory.mktemp("finished")
+    assert kvgate("freeze", "smoke", "--limit", "2", "-o", root / "w.parquet").exit_code == 0
+    (root / "m.toml").write_text(
+        '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\naa_replicate = false\n'
+    )
+    ran = kvgate(
+        "run", "--engine", "fake", "-w", root / "w.parquet", "-m", root / "m.toml", "--run-dir", root / "run"
+    )
+    assert ran.exit_code in (0, 1, 3), ran.output
+    return root / "run"
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(run, tmp_path / "run"))
+
+
+def test_an_index_row_count_that_is_not_the_parts_is_refused(finished_run: Path, tmp_path: Path) -> None:
+    """An index claiming 10^30 rows for a part was reported (exit 3) on f684a0a."""
+    import json
+
+    run = _copy(finished_run, tmp_path)
+    index = run / "results" / "index.json"
+    listed = json.loads(index.read_text())
+    for entry in listed["parts"].values():
+        entry["rows"] = 10**30
+    index.write_text(json.dumps(listed))
+    _refused(kvgate("report", run), "lists 1000000000000000000000000000000 rows")
+
+
+def test_resuming_a_manifest_without_its_matrix_is_refused(finished_run: Path, tmp_path: Path) -> None:
+    """`run --resume` of a manifest lacking matrix_text was exit 70 (KeyError) on f684a0a."""
+    import json
+
+    run = _copy(finished_run, tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["matrix_text"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    _refused(kvgate("run", "--resume", run), "matrix_text")
