@@ -7,26 +7,16 @@ from dataclasses import MISSING, fields
 from typing import Any
 
 from kvgate.treatments.eviction_methods import EVICTION_METHODS
-from kvgate.treatments.spec import (
-    CERTIFICATE_KEYS,
-    CONVENTIONS,
-    GGML_KV_TYPES,
-    KV_DTYPES,
-    SCALES,
-    TREATMENT_TYPES,
-)
+from kvgate.treatments.spec import CERTIFICATE_KEYS, TREATMENT_TYPES, field_choices
 
 COMMON_EVICTION = ("ratio", "scope", "during_decoding", "convention")
 """The spec fields every eviction method reads (each reads its own `params` too)."""
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("eviction", "scope"): ("prompt", "context"),
-    ("eviction", "convention"): CONVENTIONS,
-    ("quantize", "dtype"): KV_DTYPES,
-    ("quantize", "dtype_v"): GGML_KV_TYPES,
-    ("quantize", "scale"): SCALES,
-    ("offload", "tier"): ("host", "disk"),
-    ("reuse", "mode"): ("prefix", "span"),
+    (kind, name): values
+    for kind, spec in TREATMENT_TYPES.items()
+    for name, values in field_choices(spec).items()
 }
+"""(kind, field) → the values its Literal type allows: the sets the spec's checks read (treatments.spec)."""
 
 
 def defaults(kind: str) -> dict[str, Any]:

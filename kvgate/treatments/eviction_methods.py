@@ -5,6 +5,11 @@ dataclass in `engines/hf/eviction/` that implements it (imported only when an en
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+EvictionMethod = Literal["streaming", "snapkv", "h2o", "knorm", "tova", "random"]
+"""The `method` an eviction spec may name, in EVICTION_METHODS' order: its keys (typed so; a test checks
+that no method is missing from the table)."""
 
 
 @dataclass(frozen=True)
@@ -19,7 +24,7 @@ class EvictionMethodInfo:
     """Whether it scores with the prompt's queries (the hf engine captures them during prefill)."""
 
 
-EVICTION_METHODS: dict[str, EvictionMethodInfo] = {
+EVICTION_METHODS: dict[EvictionMethod, EvictionMethodInfo] = {
     "streaming": EvictionMethodInfo(
         "StreamingLLM: attention sinks and the most recent entries (Xiao et al. 2023)",
         "kvgate.engines.hf.eviction.streaming:StreamingLLM",

@@ -8,26 +8,39 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar, Literal, get_args
 
-from kvgate.treatments.eviction_methods import EVICTION_METHODS
+from kvgate.treatments.eviction_methods import EvictionMethod
 
 KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
-EVICTION_METHOD_NAMES = tuple(EVICTION_METHODS)
-FP8_DTYPES = ("fp8_e4m3", "fp8_e5m2")
-GGML_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+Scope = Literal["prompt", "context"]
+FP8Dtype = Literal["fp8_e4m3", "fp8_e5m2"]
+GGMLType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"]
 """llama.cpp's KV cache types (its `--cache-type-k` / `--cache-type-v` names): floats, and GGML's block
 formats, each storing 32 values with their own scale (q8_0: 8-bit; q4_0, q5_0: 4 and 5 bits, symmetric;
 q4_1, q5_1: with an offset; iq4_nl: 4-bit indices into a non-linear table)."""
-GGML_BLOCK_TYPES = GGML_KV_TYPES[3:]
-"""The GGML types that quantise (all but f32, f16 and bf16)."""
-KV_DTYPES = (*FP8_DTYPES, *GGML_KV_TYPES)
-SCALES = ("tensor", "head", "token", "block")
-CERTIFICATE_KEYS = ("certificate", "certificate_share", "certificate_floor", "certificate_confidence")
-CONVENTIONS = ("kvgate", "kvpress")
+KVDtype = Literal[FP8Dtype, GGMLType]
+Scale = Literal["tensor", "head", "token", "block"]
+Tier = Literal["host", "disk"]
+ReuseMode = Literal["prefix", "span"]
+Convention = Literal["kvgate", "kvpress"]
 """How an eviction counts and ranks what it keeps. kvgate: n − round(ratio·n) entries, ties to later
 positions; kvpress (as kvpress 0.5.5 does): int(n·(1 − ratio)) entries, ties to earlier positions."""
+
+EVICTION_METHOD_NAMES: tuple[str, ...] = get_args(EvictionMethod)
+SCOPES: tuple[str, ...] = get_args(Scope)
+FP8_DTYPES: tuple[str, ...] = get_args(FP8Dtype)
+GGML_KV_TYPES: tuple[str, ...] = get_args(GGMLType)
+GGML_BLOCK_TYPES = GGML_KV_TYPES[3:]
+"""The GGML types that quantise (all but f32, f16 and bf16)."""
+KV_DTYPES: tuple[str, ...] = get_args(KVDtype)
+SCALES: tuple[str, ...] = get_args(Scale)
+TIERS: tuple[str, ...] = get_args(Tier)
+REUSE_MODES: tuple[str, ...] = get_args(ReuseMode)
+CONVENTIONS: tuple[str, ...] = get_args(Convention)
+CERTIFICATE_KEYS = ("certificate", "certificate_share", "certificate_floor", "certificate_confidence")
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,26 @@ class Full(Treatment):
     kind: ClassVar[str] = "full"
 
 
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """A ValueError naming `name`'s choices when `value` is not one of them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+
+
+def field_choices(spec: type[Treatment]) -> dict[str, tuple[str, ...]]:
+    """Each field of `spec` whose type is a Literal (or one or None) → its values: what `kvgate
+    treatments` lists, read from the same types the checks read."""
+    hints = typing.get_type_hints(spec)
+    out = {}
+    for f in fields(spec):
+        hint = hints[f.name]
+        options = [hint] if typing.get_origin(hint) is Literal else get_args(hint)  # X | None: each side
+        values = [v for o in options if typing.get_origin(o) is Literal for v in get_args(o)]
+        if values:
+            out[f.name] = tuple(values)
+    return out
+
+
 def kept_entries(n: int, ratio: float, convention: str = "kvgate") -> int:
     """Entries kept of n when a share `ratio` is removed (at least one is always kept): n − round(ratio·n),
     or int(n·(1 − ratio)) under the kvpress convention."""
@@ -82,9 +115,9 @@ class Eviction(Treatment):
     docs/certificate.md); the outputs are the same as without it.
     """
 
-    method: str = "streaming"
+    method: EvictionMethod = "streaming"
     ratio: float = 0.5
-    scope: str = "prompt"
+    scope: Scope = "prompt"
     sink_tokens: int = 4
     window: int = 32
     seed: int = 0
@@ -93,7 +126,7 @@ class Eviction(Treatment):
     certificate_share: float = 0.1
     certificate_floor: float = 0.02
     certificate_confidence: float = 0.95
-    convention: str = "kvgate"
+    convention: Convention = "kvgate"
     kind: ClassVar[str] = "eviction"
 
     def __post_init__(self) -> None:
@@ -103,10 +136,8 @@ class Eviction(Treatment):
             )
         if not 0.0 <= self.ratio < 1.0:
             raise ValueError(f"ratio must be in [0, 1), got {self.ratio}")
-        if self.scope not in ("prompt", "context"):
-            raise ValueError(f"scope must be 'prompt' or 'context', got {self.scope!r}")
-        if self.convention not in CONVENTIONS:
-            raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}, got {self.convention!r}")
+        check_choice("scope", self.scope, SCOPES)
+        check_choice("convention", self.convention, CONVENTIONS)
         if self.sink_tokens < 0 or self.window < 1:
             raise ValueError("sink_tokens must be ≥ 0 and window ≥ 1")
         if not (0.0 < self.certificate_share <= 1.0 and 0.0 < self.certificate_floor <= 1.0):
@@ -131,16 +162,14 @@ class Quantize(Treatment):
     `dtype_v`: V's type when it differs from K's (`dtype`), as llama.cpp's `--cache-type-v`; GGML types.
     """
 
-    dtype: str = "fp8_e4m3"
-    scale: str = "tensor"
-    dtype_v: str | None = None
+    dtype: KVDtype = "fp8_e4m3"
+    scale: Scale = "tensor"
+    dtype_v: GGMLType | None = None
     kind: ClassVar[str] = "quantize"
 
     def __post_init__(self) -> None:
-        if self.dtype not in KV_DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(KV_DTYPES)}, got {self.dtype!r}")
-        if self.scale not in SCALES:
-            raise ValueError(f"scale must be one of {', '.join(SCALES)}, got {self.scale!r}")
+        check_choice("dtype", self.dtype, KV_DTYPES)
+        check_choice("scale", self.scale, SCALES)
         ggml = self.dtype in GGML_KV_TYPES
         if ggml and self.scale == "tensor":
             object.__setattr__(self, "scale", "block")
@@ -170,13 +199,12 @@ class Quantize(Treatment):
 class Offload(Treatment):
     """Move the KV to a slower tier (`host` memory or `disk`) after prefill and back before decoding."""
 
-    tier: str = "host"
+    tier: Tier = "host"
     block_size: int = 16
     kind: ClassVar[str] = "offload"
 
     def __post_init__(self) -> None:
-        if self.tier not in ("host", "disk"):
-            raise ValueError(f"tier must be 'host' or 'disk', got {self.tier!r}")
+        check_choice("tier", self.tier, TIERS)
         if self.block_size < 1:
             raise ValueError("block_size must be ≥ 1")
 
@@ -185,13 +213,12 @@ class Offload(Treatment):
 class Reuse(Treatment):
     """Reuse KV computed for earlier requests: `prefix` (same token prefix) or `span` (any offset)."""
 
-    mode: str = "prefix"
+    mode: ReuseMode = "prefix"
     block_size: int = 16
     kind: ClassVar[str] = "reuse"
 
     def __post_init__(self) -> None:
-        if self.mode not in ("prefix", "span"):
-            raise ValueError(f"mode must be 'prefix' or 'span', got {self.mode!r}")
+        check_choice("mode", self.mode, REUSE_MODES)
         if self.block_size < 1:
             raise ValueError("block_size must be ≥ 1")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+import pytest
 from click.testing import CliRunner
 
 from kvgate.cli import cli
@@ -62,3 +63,21 @@ def test_each_method_class_takes_the_parameters_the_table_maps() -> None:
             s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
         }
         assert {"ratio", *info.params.values()} <= taken, name
+
+
+def test_each_listed_choice_set_is_the_one_the_checks_read() -> None:
+    """The values `kvgate treatments` lists for a field are its Literal type's: each one is accepted, and
+    anything else is refused naming the field."""
+    from kvgate.cli.treatment_kinds import CHOICES
+
+    assert {k for k, _ in CHOICES} == {"eviction", "quantize", "offload", "reuse"}
+    assert CHOICES["offload", "tier"] == ("host", "disk") and CHOICES["reuse", "mode"] == ("prefix", "span")
+    assert CHOICES["eviction", "method"] == EVICTION_METHOD_NAMES
+    for (kind, name), values in CHOICES.items():
+        spec = TREATMENT_TYPES[kind]
+        for value in values:
+            needs_ggml = kind == "quantize" and (name == "dtype_v" or value == "block")
+            extra = {"dtype": "q8_0"} if needs_ggml else {}
+            assert getattr(spec("x", **{**extra, name: value}), name) == value
+        with pytest.raises(ValueError, match=name):
+            spec("x", **{name: "no-such-value"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from kvgate.registry import Registry
@@ -12,6 +12,19 @@ from kvgate.workload.case import CaseDraft
 from kvgate.workload.tokenizer import PromptTokenizer
 
 Messages = tuple[dict[str, str], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeneratorParams:
+    """The suite keys every synthetic generator takes, each going into every draft unchanged; a
+    generator's own parameters (a frozen, keyword-only dataclass) extend these."""
+
+    per_cell: int = 1
+    """Cases per cell of the generator's grid (lengths × depths, or lengths alone)."""
+    max_new_tokens: int = 64
+    """The generation budget of each case (each generator sets its own default)."""
+    critical: bool = False
+    """Whether the cases are critical: any candidate-only failure among them fails the gate."""
 
 
 class Generator(Protocol):

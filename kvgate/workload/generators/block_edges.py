@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import Messages, ctx_bucket, fit_to_length
+from kvgate.workload.generators.base import GeneratorParams, Messages, ctx_bucket, fit_to_length
 from kvgate.workload.generators.common import random_number
 from kvgate.workload.generators.haystacks import haystack_units
 from kvgate.workload.generators.passkey import INTRO, QUESTION
@@ -33,15 +33,13 @@ MAX_PAD = 64
 MAX_BLOCK_SIZE = 4096
 
 
-@dataclass(frozen=True)
-class BlockEdgesParams:
+@dataclass(frozen=True, kw_only=True)
+class BlockEdgesParams(GeneratorParams):
     block_sizes: tuple[int, ...] = (16,)
     multiples: tuple[int, ...] = (8,)
-    per_cell: int = 1
     haystack: str = "noise"
     digits: int = 5
     max_new_tokens: int = 12
-    critical: bool = False
 
     def __post_init__(self) -> None:
         if not self.block_sizes or not all(

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import Messages, ctx_bucket, depth_bucket
+from kvgate.workload.generators.base import GeneratorParams, Messages, ctx_bucket, depth_bucket
 
 
 @dataclass(frozen=True)
@@ -55,19 +55,9 @@ def depth_cells(lengths: Sequence[int], depths: Sequence[float], per_cell: int) 
     ]
 
 
-class DraftParams(Protocol):
-    """The parameters every synthetic generator has that go into each draft unchanged."""
-
-    @property
-    def max_new_tokens(self) -> int: ...
-
-    @property
-    def critical(self) -> bool: ...
-
-
 def draft(
     cell: Cell,
-    p: DraftParams,
+    p: GeneratorParams,
     *,
     task: str,
     messages: Messages,

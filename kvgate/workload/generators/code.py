@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.base import GeneratorParams
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_choice, check_depths, check_lengths, check_positive
 from kvgate.workload.generators.haystacks import HAYSTACKS
@@ -108,15 +109,13 @@ def unit_tests(template: Template, k: int, rng: random.Random, n: int) -> str:
     raise ValueError(f"no discriminating tests for {template.function} with K = {k}")
 
 
-@dataclass(frozen=True)
-class CodeParams:
+@dataclass(frozen=True, kw_only=True)
+class CodeParams(GeneratorParams):
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
-    per_cell: int = 1
     num_tests: int = 6
     haystack: str = "essay"
     max_new_tokens: int = 256
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=256)

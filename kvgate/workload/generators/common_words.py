@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import Messages
+from kvgate.workload.generators.base import GeneratorParams, Messages
 from kvgate.workload.generators.cells import Cell, cells, draft
 from kvgate.workload.generators.common import (
     ENGLISH_WORDS,
@@ -36,17 +36,15 @@ from kvgate.workload.generators.prompts import user_prompt
 from kvgate.workload.tokenizer import PromptTokenizer
 
 
-@dataclass(frozen=True)
-class CommonWordsParams:
+@dataclass(frozen=True, kw_only=True)
+class CommonWordsParams(GeneratorParams):
     lengths: tuple[int, ...]
     num_common: int = 10
     freq_common: int | None = None
     """Occurrences of each common word; None picks the largest (≤ 30, as RULER) for which the common
     words fill at most 40% of the target length."""
     freq_uncommon: int = 3
-    per_cell: int = 1
     max_new_tokens: int = 128
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=128)
@@ -135,15 +133,13 @@ def _auto_freq(
     return best
 
 
-@dataclass(frozen=True)
-class FreqWordsParams:
+@dataclass(frozen=True, kw_only=True)
+class FreqWordsParams(GeneratorParams):
     lengths: tuple[int, ...]
     top_k: int = 3
     alpha: float = 2.0
     vocab_size: int = 2000
-    per_cell: int = 1
     max_new_tokens: int = 64
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=128)

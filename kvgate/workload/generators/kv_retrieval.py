@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import Messages
+from kvgate.workload.generators.base import GeneratorParams, Messages
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import (
     check_depths,
@@ -29,13 +29,11 @@ from kvgate.workload.tokenizer import PromptTokenizer
 INTRO = "Extract the value corresponding to the specified key in the JSON object below."
 
 
-@dataclass(frozen=True)
-class KVRetrievalParams:
+@dataclass(frozen=True, kw_only=True)
+class KVRetrievalParams(GeneratorParams):
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
-    per_cell: int = 1
     max_new_tokens: int = 64
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=256)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.base import GeneratorParams
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import (
     check_choice,
@@ -48,8 +49,8 @@ VALUE_TYPES = ("number", "word", "uuid")
 _PLURAL = {"number": "numbers", "word": "words", "uuid": "uuids"}
 
 
-@dataclass(frozen=True)
-class NeedleParams:
+@dataclass(frozen=True, kw_only=True)
+class NeedleParams(GeneratorParams):
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
     variant: str = "single"
@@ -58,9 +59,7 @@ class NeedleParams:
     num_needles: int | None = None
     """Needles per case for the multi variants (default 4, as RULER); must be unset for "single"."""
     haystack: str = "essay"
-    per_cell: int = 1
     max_new_tokens: int = 128
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=128)

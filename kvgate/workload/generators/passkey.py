@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import Messages, fit_to_length
+from kvgate.workload.generators.base import GeneratorParams, Messages, fit_to_length
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_depths, check_lengths, random_number
 from kvgate.workload.generators.haystacks import haystack_units
@@ -24,15 +24,13 @@ INTRO = (
 QUESTION = "What is the pass key? Answer with the number only."
 
 
-@dataclass(frozen=True)
-class PasskeyParams:
+@dataclass(frozen=True, kw_only=True)
+class PasskeyParams(GeneratorParams):
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
-    per_cell: int = 1
     haystack: str = "noise"
     digits: int = 5
     max_new_tokens: int = 12
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths)

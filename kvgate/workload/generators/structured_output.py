@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
-from kvgate.workload.generators.base import Messages
+from kvgate.workload.generators.base import GeneratorParams, Messages
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_depths, check_lengths, check_positive, fit_within
 from kvgate.workload.generators.prompts import user_prompt
@@ -49,13 +49,11 @@ CITIES = _words(
 INTRO = "Below is the staff directory of a company, one record per line."
 
 
-@dataclass(frozen=True)
-class StructuredOutputParams:
+@dataclass(frozen=True, kw_only=True)
+class StructuredOutputParams(GeneratorParams):
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
-    per_cell: int = 1
     max_new_tokens: int = 128
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=256)

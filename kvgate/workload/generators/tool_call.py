@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.base import GeneratorParams
 from kvgate.workload.generators.cells import DepthCell, depth_cells, draft
 from kvgate.workload.generators.common import check_choice, check_depths, check_lengths, check_positive
 from kvgate.workload.generators.haystacks import HAYSTACKS
@@ -123,14 +124,12 @@ SCENARIOS: tuple[Callable[[random.Random], Scenario], ...] = (_weather, _currenc
 INTRO = "Here are my notes from the last few weeks."
 
 
-@dataclass(frozen=True)
-class ToolCallParams:
+@dataclass(frozen=True, kw_only=True)
+class ToolCallParams(GeneratorParams):
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
-    per_cell: int = 1
     haystack: str = "essay"
     max_new_tokens: int = 96
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=512)

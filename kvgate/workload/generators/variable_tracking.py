@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from kvgate.workload.case import CaseDraft
+from kvgate.workload.generators.base import GeneratorParams
 from kvgate.workload.generators.cells import Cell, cells, draft
 from kvgate.workload.generators.common import (
     check_choice,
@@ -31,15 +32,13 @@ from kvgate.workload.tokenizer import PromptTokenizer
 INTRO = "Memorize and track the chain(s) of variable assignment hidden in the following text."
 
 
-@dataclass(frozen=True)
-class VariableTrackingParams:
+@dataclass(frozen=True, kw_only=True)
+class VariableTrackingParams(GeneratorParams):
     lengths: tuple[int, ...]
     num_chains: int = 1
     num_hops: int = 4
     haystack: str = "noise"
-    per_cell: int = 1
     max_new_tokens: int = 64
-    critical: bool = False
 
     def __post_init__(self) -> None:
         check_lengths(self.lengths, minimum=128)
