@@ -540,7 +540,7 @@ def workload_class(base: Path) -> Iterator[Case]:
         for mutation, raw in mutations.items():
             if command == "simulate" and (mutation.startswith("forged") or mutation.startswith("byte")):
                 continue
-            expect = ANY if mutation in ("forged twice",) else REFUSED
+            expect = ANY if mutation in ("forged twice", "doubled") else REFUSED  # doubled: the footer reads
             if mutation.startswith("byte") or mutation.startswith("forged"):
                 expect = ANY  # a flipped byte in a string, a forgery freeze accepts: the hash says
             yield Case("workload", f"{mutation} via {command}", argv, [write("F", raw), *preps], expect)
@@ -704,8 +704,15 @@ def rundir_class(base: Path) -> Iterator[Case]:
             if command in ("runs", "report json -o") and mutation.startswith("manifest "):
                 continue
             exp = ANY if command == "runs" else expect
-            if command == "resume" and mutation in ("results removed", "part removed", "manifest removed"):
-                exp = ANY if mutation != "manifest removed" else REFUSED
+            # what a crash leaves (a part unlisted or gone, no index) a resume repairs: any exit but 70
+            repaired = (
+                "results removed",
+                "part removed",
+                "index parts empty",
+                "results/index.json as dangling",
+            )
+            if command == "resume" and mutation in repaired:
+                exp = ANY
             yield Case(
                 "rundir", f"{mutation} via {command}", argv, [copy(run, "run"), *preps], exp, allow=allow
             )
@@ -943,7 +950,9 @@ def readonly_class(base: Path, ro: Path | None) -> Iterator[Case]:
         "freeze --check ro/w": (["freeze", "--check", f"{ro}/w.parquet"], {0}, {}),
     }
     for name, (argv, expect, env) in cases.items():
-        variants = {"": [], " (json)": ["--json"] if argv[0] == "run" else ["--format", "json"]}
+        variants: dict[str, list[Arg]] = {"": []}
+        if argv[0] in ("run", "report"):
+            variants[" (json)"] = ["--json"] if argv[0] == "run" else ["--format", "json"]
         for label, extra in variants.items():
             yield Case(
                 "readonly",

@@ -12,7 +12,9 @@ import click
 
 DEFAULT_N = (24, 60, 100, 300, 1000)
 MAX_RUNS = 1_000_000
-MAX_N = 10_000_000
+MAX_N = 1_000_000
+"""Largest --n: one slice of a million control passes takes ≈ 12 s and 450 MiB at --runs 20 (ten
+million took over a minute and more than 1 GiB: the battery's hang)."""
 MAX_CELLS = 2 * 10**9
 """Simulated runs × cases: the work one call may ask for."""
 

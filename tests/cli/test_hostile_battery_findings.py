@@ -190,3 +190,8 @@ def test_resuming_a_manifest_without_its_matrix_is_refused(finished_run: Path, t
     del manifest["matrix_text"]
     (run / "manifest.json").write_text(json.dumps(manifest))
     _refused(kvgate("run", "--resume", run), "matrix_text")
+
+
+def test_simulate_refuses_a_slice_too_large_to_simulate() -> None:
+    """`simulate --n 10000000` ran past a minute and 1 GiB on f684a0a."""
+    _refused(kvgate("simulate", "--runs", "20", "--n", "10000000"), "--n must be in [1, 1000000]")
