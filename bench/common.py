@@ -30,7 +30,15 @@ RESULTS_DIR = BENCH_DIR / "results"
 RESULTS_MD = BENCH_DIR / "RESULTS.md"
 PYTHON = sys.executable
 KVGATE = str(Path(sys.executable).with_name("kvgate"))
-SECTION_ORDER = ("harness_hf", "harness_vllm", "growth", "startup", "freeze_4k", "report_1m")
+SECTION_ORDER = (
+    "harness_hf",
+    "harness_vllm",
+    "growth",
+    "startup",
+    "first_generation",
+    "freeze_4k",
+    "report_1m",
+)
 MIB = 1024 * 1024
 
 

@@ -1,8 +1,8 @@
 """Every benchmark, one fresh process each, then bench/RESULTS.md (what `make bench` runs).
 
-Order: start-up, growth, the 4K freeze, the gate's operating characteristics, Ray scaling, the batched hf
-engine, harness overhead on hf, then on vLLM, then the report-at-1M-rows
-benchmark (`bench_report.py`, another developer's, when present; it writes its own section).
+Order: start-up, the hf engine's first generation, growth, the 4K freeze, the gate's operating
+characteristics, Ray scaling, the batched hf engine, harness overhead on hf, then on vLLM, then the
+report-at-1M-rows benchmark (`bench_report.py`, another developer's, when present; it writes its own section).
 A vLLM half that was skipped or failed (the engine missing or mid-edit) is tried once more at the end.
 Targets missed are reported, not fatal: the exit code is non-zero only when a benchmark crashed.
 
@@ -20,6 +20,7 @@ import common
 
 SCRIPTS = (
     ("startup.py",),
+    ("first_generation.py",),
     ("growth.py",),
     ("freeze_4k.py",),
     ("gate_operating.py",),

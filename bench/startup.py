@@ -50,8 +50,13 @@ def import_profile(argv: list[str], top: int = 10) -> str:
     """Where `argv`'s imports go (`python -X importtime`; argv[0] a Python console script): self time
     summed per top-level package, and the module that first pulled each package in."""
     child = common.run_child([common.PYTHON, "-X", "importtime", *argv], 120)
+    return import_table(child.stderr, top)
+
+
+def import_table(importtime_stderr: str, top: int = 10) -> str:
+    """The table of `import_profile` from the stderr of a `python -X importtime` process."""
     entries = []  # (depth, module, self µs), in the post-order importtime prints
-    for line in child.stderr.splitlines():
+    for line in importtime_stderr.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
             own_us, _, name = line.split(":", 1)[1].split("|")
             if own_us.strip().isdigit():

@@ -106,13 +106,24 @@ def run_pass(ctx: RunContext, arm_run: ArmRun) -> None:
 
 def plan_batches(arm_run: ArmRun, missing: set[str], size: int) -> list[Sequence[Case]]:
     """Batches to generate: for a reuse arm every batch up to the last one missing a row (history
-    replayed), for any other arm only the missing cases."""
-    batches: list[Sequence[Case]] = [arm_run.cases[i : i + size] for i in range(0, len(arm_run.cases), size)]
+    replayed, in the workload's order), for any other arm only the missing cases, ordered by prompt
+    length (stable) when batches hold more than one, so that cases of one length share a batch and
+    the hf engine, which batches only equal lengths, can run them together on a mixed suite."""
     if reuses(arm_run.treatment):
+        batches: list[Sequence[Case]] = [
+            arm_run.cases[i : i + size] for i in range(0, len(arm_run.cases), size)
+        ]
         last = max(i for i, b in enumerate(batches) if any(c.case_id in missing for c in b))
         return batches[: last + 1]
-    trimmed = [[c for c in b if c.case_id in missing] for b in batches]
-    return [b for b in trimmed if b]
+    todo = [c for c in arm_run.cases if c.case_id in missing]
+    if size > 1:
+        todo.sort(key=_batch_shape)
+    return [todo[i : i + size] for i in range(0, len(todo), max(1, size))]
+
+
+def _batch_shape(case: Case) -> tuple[int, int, int]:
+    """What the hf engine batches by: prompt length, then the question's start and max_new_tokens."""
+    return (len(case.prompt_token_ids or ()), case.question_start or 0, case.max_new_tokens)
 
 
 def _generate(ctx: RunContext, arm_run: ArmRun, batches: list[Sequence[Case]], missing: set[str]) -> None:

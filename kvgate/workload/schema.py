@@ -17,9 +17,11 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kvgate.arrow_numpy import to_numpy
 from kvgate.errors import BadInput
 from kvgate.workload.case import SOURCE_ID, Case
 from kvgate.workload.checks import check_cases, check_meta
@@ -335,9 +337,9 @@ def _token_tuples(column: pa.ChunkedArray) -> list[tuple[int, ...] | None]:
     """Each row's token ids as a tuple, or None. The tuples share one int object per distinct id, so a
     long-context workload held for a whole run costs a pointer per token rather than an int object."""
     array = column.combine_chunks()
-    flat = array.flatten().to_numpy(zero_copy_only=False)
-    lengths = array.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
-    valid = array.is_valid().to_numpy(zero_copy_only=False)
+    flat = to_numpy(array.flatten(), 0, np.int64)
+    lengths = to_numpy(array.value_lengths(), 0, np.int64)
+    valid = to_numpy(array.is_valid(), False, bool)
     shared = (
         list(range(int(flat.max()) + 1)) if len(flat) and 0 <= flat.min() <= flat.max() < MAX_VOCAB else None
     )

@@ -33,9 +33,9 @@ def test_units_cover_each_missing_case_once_in_whole_batches(smoke_workload: Pat
     units = plan_units(run, done, batch_size=2, workers=2)
     ids = [c.case_id for u in units for b in u.batches for c in b]
     assert sorted(ids) == sorted(c.case_id for c in cases[3:])  # the missing ones, each once
-    # about four units per worker: 17 cases / 8 → 3, rounded up to whole batches of 2; the first batch
-    # is the one case left of [2, 3]
-    assert [sum(map(len, u.batches)) for u in units] == [5, 4, 4, 4]
+    # about four units per worker: 17 cases / 8 → 3, rounded up to whole batches of 2; the missing
+    # cases are packed into full batches (ordered by prompt length), the odd one last
+    assert [sum(map(len, u.batches)) for u in units] == [4, 4, 4, 4, 1]
     assert all(len(b) <= 2 for u in units for b in u.batches)
     lost = units[0]
     after = lost.again({*done, lost.key(lost.batches[0][0].case_id)}, 2)

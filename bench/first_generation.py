@@ -1,0 +1,172 @@
+"""Start-up of the hf engine: CPU seconds from a fresh `kvgate run --engine hf` to its first generation
+(target ≤ 7 s), and which imports it pays for.
+
+Each repetition is a fresh process running the real command line (`kvgate run --engine hf -w W
+--limit 1`, the control and one StreamingLLM arm) with one change: the hf session's `generate` ends the
+process (`os._exit`) as soon as its first call returns, so the process's CPU seconds (user + system, from
+`os.wait4`) are the time to the first generation: interpreter, imports, workload check, model load and
+one smoke case's prefill and decode. With `--against TREE` (a checkout of another kvgate commit) every
+repetition also runs that tree, the two alternating and the order rotating (the machine is shared: the
+figure is the median of the per-repetition ratios). `python -X importtime` on the same command names the
+packages imported and who pulled them in; sympy and triton must not be among them.
+
+    .venv/bin/python bench/first_generation.py [--quick] [--repeat N] [--against TREE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import common
+from startup import import_table
+
+TARGET_CPU_S = 7.0
+UNUSED = ("sympy", "triton")
+"""Packages no kvgate process should import (the hf engine never compiles or shards)."""
+MATRIX = """\
+[matrix]
+control = "full"
+candidates = ["streaming-50"]
+aa_replicate = false
+"""
+
+
+def child(mark: str, argv: list[str]) -> None:
+    """The child: `kvgate run ARGV`, ended by the first hf generation, which it notes in the file `mark`
+    (the run sends the engine's stdout and stderr to its engine.log)."""
+    from kvgate.cli import cli
+    from kvgate.engines.hf import engine
+
+    generate = engine.HFSession.generate
+
+    def first(self: engine.HFSession, cases: object) -> object:
+        out = generate(self, cases)  # type: ignore[arg-type]
+        Path(mark).write_text(f"{len(out)} case(s), error {out[0].error}", encoding="utf-8")
+        os._exit(0)
+
+    engine.HFSession.generate = first  # type: ignore[method-assign]
+    cli.main(["run", *argv], prog_name="kvgate")
+
+
+def command(tree: Path, workload: Path, matrix: Path, runs: Path) -> tuple[list[str], dict[str, str]]:
+    """The child's argv and environment for kvgate at `tree` (both sides share one model cache)."""
+    mark = runs.with_suffix(".first")
+    argv = [common.PYTHON, str(Path(__file__).resolve()), "--child", str(mark), "--engine", "hf"]
+    argv += ["-w", str(workload), "-m", str(matrix), "--limit", "1", "-o", str(runs), "--quiet"]
+    from kvgate.paths import cache_dir
+
+    return argv, {"PYTHONPATH": str(tree), "KVGATE_CACHE": str(cache_dir())}
+
+
+def first_generation(argv: list[str], env: dict[str, str], name: str) -> common.ChildRun:
+    """One child, checked to have ended at its first generation, without error."""
+    run = common.run_child(argv, 600, env=env)
+    mark = Path(argv[argv.index("--child") + 1])
+    noted = mark.read_text(encoding="utf-8") if mark.exists() else "no generation"
+    if run.returncode != 0 or noted != "1 case(s), error None":
+        raise SystemExit(f"{name}: exit {run.returncode}, {noted}: {common.last_line(run.stderr)}")
+    return run
+
+
+def measure(sides: dict[str, Path], workload: Path, matrix: Path, tmp: Path, repeat: int) -> dict:
+    names = list(sides)
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    for rep in range(repeat + 1):  # the first is a warm-up (page cache)
+        order = names[rep % len(names) :] + names[: rep % len(names)]
+        for name in order:
+            argv, env = command(sides[name], workload, matrix, tmp / f"runs-{name}-{rep}")
+            run = first_generation(argv, env, name)
+            if rep:
+                cpu[name].append(run.cpu_s)
+                wall[name].append(run.wall_s)
+    return {"cpu_s": cpu, "wall_s": wall}
+
+
+def imports(tree: Path, workload: Path, matrix: Path, tmp: Path) -> tuple[list[str], str]:
+    """(the UNUSED packages imported, the import-time table) of one child of `tree` under `python -X
+    importtime` (with --verbose, so the engine's stderr is not moved into the run's engine.log)."""
+    argv, env = command(tree, workload, matrix, tmp / f"runs-importtime-{tree.name}")
+    run = first_generation([common.PYTHON, "-X", "importtime", *argv[1:], "--verbose"], env, str(tree))
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in run.stderr.splitlines() if "|" in line}
+    return [p for p in UNUSED if p in imported], import_table(run.stderr, top=12)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        child(argv[1], argv[2:])
+        return 0
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="3 repetitions")
+    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--against", type=Path, default=None, help="another kvgate tree, run alternately")
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
+    args = parser.parse_args(argv)
+    repeat = args.repeat or (3 if args.quick else 7)
+    here = Path(__file__).resolve().parent.parent
+    sides = {"this tree": here}
+    if args.against is not None:
+        sides["before"] = args.against.resolve()
+    load = common.load_average()
+    with tempfile.TemporaryDirectory(prefix="kvgate-bench-first-") as name:
+        tmp = Path(name)
+        from workloads import freeze_for_model
+
+        workload = freeze_for_model(here / "suites" / "smoke.toml", tmp / "smoke.parquet")
+        matrix = tmp / "matrix.toml"
+        matrix.write_text(MATRIX, encoding="utf-8")
+        result = measure(sides, workload, matrix, tmp, repeat)
+        found, table = imports(here, workload, matrix, tmp)
+        before_found = imports(sides["before"], workload, matrix, tmp)[0] if "before" in sides else None
+    text = section(result, found, before_found, table, args, load, repeat)
+    print(text)
+    if not args.no_write:
+        common.write_section("first_generation", text, {**result, "unused_imported": found})
+    return 0
+
+
+def section(
+    result: dict,
+    found: list[str],
+    before_found: list[str] | None,
+    table: str,
+    args: argparse.Namespace,
+    load: str,
+    repeat: int,
+) -> str:
+    cpu, wall = result["cpu_s"], result["wall_s"]
+    mine = common.median(cpu["this tree"])
+    rows = [
+        [name, f"{common.median(cpu[name]):.2f}", f"{common.median(wall[name]):.2f}",
+         ", ".join(f"{c:.2f}" for c in cpu[name])]
+        for name in cpu
+    ]  # fmt: skip
+    text = (
+        "## Start-up of the hf engine: time to the first generation\n\n"
+        + common.provenance([common.PYTHON, __file__, *sys.argv[1:]], load)
+        + "- each repetition a fresh `kvgate run --engine hf -w smoke.parquet --limit 1` (control and "
+        "streaming-50, smoke frozen for smollm2-135m), ended by its first generation; CPU s = user + "
+        f"system of the process; {repeat} repetitions after one warm-up, the sides alternating\n"
+        f"- target: ≤ {TARGET_CPU_S:g} CPU s → {common.verdict(mine <= TARGET_CPU_S)} (median {mine:.2f})\n"
+        f"- sympy or triton imported: this tree {', '.join(found) or 'neither'}"
+        + (f"; before {', '.join(before_found) or 'neither'}" if before_found is not None else "")
+        + "\n"
+    )
+    if "before" in cpu:
+        ratio = common.median([a / b for a, b in zip(cpu["this tree"], cpu["before"], strict=True)])
+        text += (
+            f"- this tree ÷ before ({args.against}), median of per-repetition CPU ratios: **{ratio:.3f}×**\n"
+        )
+    text += "\n" + common.table(["side", "CPU s (median)", "wall s (median)", "each CPU s"], rows)
+    return text + "\n\nWhere the start-up's imports go (`python -X importtime`, this tree): " + table + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
