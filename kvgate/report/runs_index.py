@@ -9,6 +9,7 @@ the reason in `note`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,9 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
     from kvgate.report.model import report_and_rows
     from kvgate.rundir.integrity import verify_run
 
-    row: dict[str, Any] = dict.fromkeys(FIELDS) | {"path": str(run_dir), "note": None}
+    row: dict[str, Any] = dict.fromkeys(FIELDS) | {"path": printable(run_dir), "note": None}
+    if row["path"] != str(run_dir):
+        return row | {"decision": UNREADABLE, "note": "its folder name is not UTF-8: rename it"}
     try:
         manifest = read_manifest(run_dir)
         row |= {
@@ -59,6 +62,11 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
     except (KvgateError, OSError, KeyError, TypeError) as exc:
         row |= {"decision": UNREADABLE, "note": str(exc) or type(exc).__name__}
     return row
+
+
+def printable(path: Path) -> str:
+    """`path` as text that prints anywhere: bytes that are not UTF-8 shown as \\xNN escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def list_runs(runs_dir: Path) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ refused by its option; the HTML report's matplotlib keeps its config in kvgate's
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -170,8 +171,6 @@ def _copy(run: Path, tmp_path: Path) -> Path:
 
 def test_an_index_row_count_that_is_not_the_parts_is_refused(finished_run: Path, tmp_path: Path) -> None:
     """An index claiming 10^30 rows for a part was reported (exit 3) on f684a0a."""
-    import json
-
     run = _copy(finished_run, tmp_path)
     index = run / "results" / "index.json"
     listed = json.loads(index.read_text())
@@ -183,8 +182,6 @@ def test_an_index_row_count_that_is_not_the_parts_is_refused(finished_run: Path,
 
 def test_resuming_a_manifest_without_its_matrix_is_refused(finished_run: Path, tmp_path: Path) -> None:
     """`run --resume` of a manifest lacking matrix_text was exit 70 (KeyError) on f684a0a."""
-    import json
-
     run = _copy(finished_run, tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
     del manifest["matrix_text"]
@@ -195,3 +192,20 @@ def test_resuming_a_manifest_without_its_matrix_is_refused(finished_run: Path, t
 def test_simulate_refuses_a_slice_too_large_to_simulate() -> None:
     """`simulate --n 10000000` ran past a minute and 1 GiB on f684a0a."""
     _refused(kvgate("simulate", "--runs", "20", "--n", "10000000"), "--n must be in [1, 1000000]")
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
+def test_runs_lists_a_run_folder_whose_name_is_not_utf8(
+    finished_run: Path, tmp_path: Path, as_json: bool
+) -> None:
+    """`kvgate runs DIR` was exit 70 (UnicodeEncodeError) when DIR held such a folder on f684a0a."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / os.fsdecode(b"r\xff")).symlink_to(finished_run)
+    result = kvgate("runs", runs, *(["--json"] if as_json else []))
+    assert result.exit_code == 0, result.output[-400:]
+    if as_json:
+        (row,) = json.loads(result.output)
+        assert "not UTF-8" in row["note"] and row["path"].endswith("r\\xff"), row
+    else:
+        assert "r\\xff" in result.output, result.output
