@@ -150,7 +150,7 @@ def _json(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) ->
     return {
         "policy": {"tau": gate.tau, "confidence": gate.confidence, "rule": gate.rule,
                    "min_control_passes": gate.min_control_passes, "signal_alpha": gate.signal_alpha,
-                   "defects": gate.defects, "strata": list(gate.strata),
+                   "defects": gate.defects, "strata": list(gate.strata), "aa_alpha": gate.aa_alpha,
                    "sequential": gate.sequential, "look_every": gate.look_every,
                    "spending_power": gate.spending_power, "sha256": gate.sha256},
         "runs": runs,
@@ -169,7 +169,7 @@ def _table(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -
     console.print(
         f"gate τ={gate.tau:g} rule={gate.rule} confidence={gate.confidence:g} "
         f"min_control_passes={gate.min_control_passes} signal_alpha={gate.signal_alpha:g} "
-        f"defects={gate.defects} strata=[{', '.join(gate.strata)}] "
+        f"defects={gate.defects} strata=[{', '.join(gate.strata)}] aa_alpha={gate.aa_alpha:g} "
         f"look_every={gate.look_every} spending_power={gate.spending_power:g} · "
         f"{runs} simulated runs per point, seed {seed}, {scenario.defects} defects, "
         f"control pass rate {scenario.control_pass_rate:g}, "

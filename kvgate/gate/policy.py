@@ -7,6 +7,7 @@
     critical = ["task=passkey"]  # gated beside `all`
     signal_alpha = 0.2         # share of α for clear regressions in signal (non-gated) slices
     aa_margin = 0.0            # a FAIL needs CFR − A/A CFR above this, and the difference significant
+    aa_alpha = 0.3             # … at this level (the A/A check's; false fails at CFR ≤ τ stay ≤ α)
     cluster = "prefix_group"   # cases that share it are one cluster (or "none", or a slice column)
     defects = "estimate"       # within a cluster: "per_case", "per_cluster" (worst case) or "estimate"
     strata = ["ctx_bucket"]    # every value of these columns is gated: a PASS needs each to pass
@@ -82,6 +83,9 @@ class Policy:
     slice_tau: dict[str, float] = field(default_factory=dict)
     signal_alpha: float = 0.05
     aa_margin: float = 0.0
+    aa_alpha: float = 0.3
+    """Level of the paired check that the candidate is worse than its A/A replicate: it bounds how often an
+    arm no worse than its replicate is failed rather than left inconclusive (docs/gate.md)."""
     cluster: str = "prefix_group"
     allow_unwinnable: bool = False
     sequential: bool = False
@@ -113,6 +117,8 @@ class Policy:
         for name, share in (("signal_alpha", self.signal_alpha), ("aa_margin", self.aa_margin)):
             if not _is_rate(share) or share == 1.0:
                 raise BadInput(f"policy {name} must be in [0, 1), got {share!r}")
+        if not _is_rate(self.aa_alpha) or not 0.0 < self.aa_alpha < 1.0:
+            raise BadInput(f"policy aa_alpha must be in (0, 1), got {self.aa_alpha!r}")
         every = self.look_every
         if not isinstance(every, int) or isinstance(every, bool) or not 1 <= every <= MAX_LOOK_EVERY:
             raise BadInput(f"policy look_every must be an integer in [1, {MAX_LOOK_EVERY}], got {every!r}")
@@ -173,7 +179,7 @@ def parse_policy(text: str, where: str) -> Policy:
     data = parse_toml(text, where)
     allowed = {
         "tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau",
-        "signal_alpha", "aa_margin", "cluster", "allow_unwinnable", "sequential", "look_every",
+        "signal_alpha", "aa_margin", "aa_alpha", "cluster", "allow_unwinnable", "sequential", "look_every",
         "spending_power", "expected_control_pass_rate", "defects", "strata",
     }  # fmt: skip
     check_keys(data, allowed, where)
@@ -202,6 +208,7 @@ def parse_policy(text: str, where: str) -> Policy:
             slice_tau=dict(slice_tau),
             signal_alpha=data.get("signal_alpha", 0.05),
             aa_margin=data.get("aa_margin", 0.0),
+            aa_alpha=data.get("aa_alpha", 0.3),
             cluster=data.get("cluster", "prefix_group"),
             allow_unwinnable=data.get("allow_unwinnable", False),
             sequential=sequential is not False,

@@ -6,17 +6,20 @@ simulated runs at once — `kvgate simulate` runs exactly this code). Steps:
 1. Tails: each slice's failure count k of n control passes is tested on its exact distribution at τ —
    binomial where every case is its own cluster, else the convolution of its clusters' beta-binomials
    at the ICC the policy's `defects` gives (stats.cluster_null; the run's own upper bound plus its
-   error β with "estimate", Berger & Boos 1994). With `sequential = "anytime"`, 1/E of mixture
-   e-processes (stats.eprocess) instead.
+   error β with "estimate", Berger & Boos 1994). With "estimate" a clustered slice's FAIL p-value is
+   instead the single cases' exact tail over the clusters' betting e-value (stats.betting), valid for
+   any dependence inside a cluster. With `sequential = "anytime"`, 1/E of mixture e-processes
+   (stats.eprocess) instead.
 2. FAIL. Each slice's exceedance p-value P_τ(S ≥ k) is tested by weighted Holm at α = 1 − confidence
    over every slice that can reach α at all (P_τ(S = n) < α; the others cannot fail and are left out,
    as Tarone (1990) leaves out discrete tests that cannot reach significance). The gated family —
    `all`, critical slices, slices with their own τ and every value of a strata column — shares
    1 − signal_alpha of the weight, the signals signal_alpha; a rejected slice's weight passes on. A
    rejection fails its slice only when the candidate is also worse than the A/A replicate on the same
-   control passes (one-sided exact test on the discordant pairs, p < α, and CFR − A/A CFR > aa_margin);
-   without a replicate that check is skipped. min_control_passes does not hold a FAIL back. The
-   family-wise error rate of "fail" is ≤ α for the whole arm.
+   control passes (one-sided unconditional exact test on the 2×2 table, Suissa & Shuster 1991, p <
+   aa_alpha, and CFR − A/A CFR > aa_margin); without a replicate that check is skipped. The check
+   only holds FAILs back, so the family-wise error rate of "fail" at CFR ≤ τ is ≤ α for the whole arm
+   whatever aa_alpha is. min_control_passes does not hold a FAIL back.
 3. PASS (gated slices only): P_τ(S ≤ k) ≤ α — the exact upper bound is ≤ τ — and n ≥ min_control_passes.
    The arm passes only when every gated slice does (an intersection–union test: no correction needed to
    keep the false-accept rate ≤ α).
@@ -33,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtrc
 
 from kvgate.gate.counts import Clusters, SliceCounts
 from kvgate.gate.decision import FAIL, INCONCLUSIVE, PASS
@@ -42,6 +44,7 @@ from kvgate.gate.tails import NUISANCE_SHARE, clustered_bounds, slice_tails, sum
 from kvgate.stats.cluster_null import design_effect
 from kvgate.stats.intervals import cp_bounds
 from kvgate.stats.multiplicity import benjamini_hochberg, weighted_holm
+from kvgate.stats.unconditional import paired_worse_pvalue
 
 __all__ = ["NUISANCE_SHARE", "Clusters", "Family", "SliceCounts", "Verdicts", "decide_arm"]
 
@@ -72,7 +75,7 @@ class Verdicts:
     level: np.ndarray
     """The slice's first-step share of α: α·w / (total weight); 0 where left out."""
     aa_p: np.ndarray
-    """One-sided Fisher p of candidate worse than A/A replicate; NaN where not computed."""
+    """One-sided exact p of candidate worse than A/A replicate (paired); NaN where not computed."""
     q: np.ndarray
     """Benjamini–Hochberg q-value among the signals; NaN for gated slices."""
     flagged: np.ndarray
@@ -112,12 +115,11 @@ def arm_codes(codes: np.ndarray, gated: np.ndarray, noisy: np.ndarray) -> np.nda
     return np.where(any_fail, FAIL, np.where(noisy, INCONCLUSIVE, np.where(all_pass, PASS, INCONCLUSIVE)))
 
 
-def paired_aa_pvalue(candidate_only: np.ndarray, replicate_only: np.ndarray) -> np.ndarray:
-    """One-sided exact test that the candidate fails more of the control's passes than the A/A replicate:
-    on the b + c discordant pairs, P(Binomial(b + c, ½) ≥ b) (McNemar 1947, one-sided); 1 when b = 0."""
-    b = np.asarray(candidate_only, dtype=np.int64)
-    c = np.asarray(replicate_only, dtype=np.int64)
-    return np.where(b <= 0, 1.0, bdtrc(np.maximum(b - 1, 0), np.maximum(b + c, 1), 0.5))
+def paired_aa_pvalue(candidate_only: np.ndarray, replicate_only: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """One-sided exact test that the candidate fails more of the control's passes than the A/A replicate,
+    on the 2×2 table of the `pairs` control passes both judged: the unconditional exact test of Suissa &
+    Shuster (1991) on the discordant counts b (candidate only) and c (replicate only); 1 when b ≤ c."""
+    return paired_worse_pvalue(candidate_only, replicate_only, pairs)
 
 
 def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds: bool = True) -> Verdicts:
@@ -167,11 +169,11 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds:
         c = counts.aa_replicate_only
         if b is None or c is None:  # no joint table: every replicate failure counted as discordant
             b, c = k, ka
-        aa_p = np.where(has_aa, paired_aa_pvalue(b, c), np.nan)
+        aa_p = np.where(has_aa, paired_aa_pvalue(b, c, np.maximum(na, np.add(b, c))), np.nan)
         tested = fail_test & has_aa
         with np.errstate(invalid="ignore", divide="ignore"):
             aa_cfr = np.where(has_aa, ka / np.maximum(na, 1), 0.0)
-        above_aa = ~tested | (aa_p < alpha)
+        above_aa = ~tested | (aa_p < policy.aa_alpha)
         beyond_margin = ~tested | (cfr - aa_cfr > policy.aa_margin)
         why = np.where(fail_test & ~above_aa, WHY_NOT_ABOVE_AA, why)
         why = np.where(fail_test & above_aa & ~beyond_margin, WHY_MARGIN, why)

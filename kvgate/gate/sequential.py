@@ -95,6 +95,16 @@ def looks(order: np.ndarray, policy: Policy) -> list[Look]:
         seen = np.zeros(n, dtype=bool)
         seen[order[:end]] = True
         out.append(
-            Look(j + 1, int(end), n, len(ends), float(a), seen, replace(policy, confidence=1.0 - float(a)))
+            Look(
+                j + 1,
+                int(end),
+                n,
+                len(ends),
+                float(a),
+                seen,
+                replace(
+                    policy, confidence=1.0 - float(a), aa_alpha=policy.aa_alpha * float(a) / policy.alpha
+                ),
+            )
         )
     return out

@@ -12,6 +12,7 @@ from scipy.special import bdtr
 from kvgate.errors import BadInput
 from kvgate.gate.counts import SliceCounts
 from kvgate.gate.policy import Policy
+from kvgate.stats.betting import fail_lower_bound, fail_pvalue, smallest_fail_pvalue
 from kvgate.stats.cluster_null import bounds, grouped_tails, icc_upper
 from kvgate.stats.eprocess import e_values
 from kvgate.stats.tests import exceed_pvalue
@@ -36,6 +37,9 @@ class Tails:
     """(..., S) the share of α the ICC's bound spent (β; 0 where the slice has no multi-case cluster)."""
     clustered: np.ndarray
     """(..., S) whether the slice has a cluster of more than one control pass."""
+    betting: bool = False
+    """Whether clustered slices' FAIL p-values come from stats.betting (`defects = "estimate"`), so they
+    spend no β and their lower bounds invert that test."""
 
 
 def slice_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy, all_index: int) -> Tails:
@@ -82,14 +86,47 @@ def slice_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy, all_index:
         clustered2[rows, s] = True
     clustered = clustered2.reshape(k.shape)
     nuisance = np.where(clustered, beta, 0.0)
+    exceed, smallest = exceed2.reshape(k.shape), smallest2.reshape(k.shape)
+    betting = policy.defects == "estimate"
+    if betting:
+        exceed, smallest = _betting_exceed(counts, tau, clustered, exceed, smallest)
+    fail_nuisance = 0.0 if betting else nuisance
     return Tails(
-        np.minimum(1.0, exceed2.reshape(k.shape) + nuisance),
+        np.minimum(1.0, exceed + fail_nuisance),
         np.minimum(1.0, below2.reshape(k.shape) + nuisance),
-        np.minimum(1.0, smallest2.reshape(k.shape) + nuisance),
+        np.minimum(1.0, smallest + fail_nuisance),
         np.asarray(rho),
         nuisance,
         clustered,
+        betting,
     )
+
+
+def _betting_exceed(
+    counts: SliceCounts, tau: np.ndarray, clustered: np.ndarray, exceed: np.ndarray, smallest: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The FAIL p-values of clustered slices under `defects = "estimate"` (stats.betting): the singles'
+    exact tail over the clusters' betting e-value, valid whatever the dependence inside a cluster."""
+    grouped = counts.grouped
+    assert grouped is not None
+    k = np.asarray(counts.failures, dtype=np.int64)
+    n = np.asarray(counts.control_passes, dtype=np.int64)
+    size = np.broadcast_to(np.asarray(grouped.size, dtype=np.int64), (*k.shape[:-1], grouped.slice_of.size))
+    failed = np.broadcast_to(np.asarray(grouped.failed, dtype=np.int64), size.shape)
+    exceed, smallest = exceed.copy(), smallest.copy()
+    for s in np.unique(grouped.slice_of):
+        rows = clustered[..., s]
+        if not rows.any():
+            continue
+        slots = grouped.slice_of == s
+        m, t = size[..., slots][rows], failed[..., slots][rows]
+        multi = m >= 2
+        n_single = n[..., s][rows] - np.where(multi, m, 0).sum(axis=-1)
+        k_single = k[..., s][rows] - np.where(multi, t, 0).sum(axis=-1)
+        t_s = np.broadcast_to(tau, k.shape)[..., s][rows]
+        exceed[..., s][rows] = fail_pvalue(k_single, n_single, t, m, t_s)
+        smallest[..., s][rows] = smallest_fail_pvalue(n_single, m, t_s)
+    return exceed, smallest
 
 
 def _anytime_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy) -> Tails:
@@ -129,7 +166,8 @@ def sum_of_squares(counts: SliceCounts, shape: tuple[int, ...]) -> np.ndarray:
 def clustered_bounds(
     counts: SliceCounts, tails: Tails, lower: np.ndarray, upper: np.ndarray, alpha: float, with_bounds: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exact bounds of clustered slices at error α − β each (NaN when not asked for)."""
+    """The exact bounds of clustered slices at error α − β each (NaN when not asked for); with betting
+    FAIL tests, the lower bound inverts that test at error α."""
     lower, upper = lower.astype(float).copy(), upper.astype(float).copy()
     lower[tails.clustered], upper[tails.clustered] = np.nan, np.nan
     grouped = counts.grouped
@@ -139,6 +177,7 @@ def clustered_bounds(
     n = np.asarray(counts.control_passes, dtype=np.int64)
     size = np.broadcast_to(grouped.size, (*k.shape[:-1], grouped.slice_of.size))
     rho = np.broadcast_to(tails.rho, k.shape[:-1])
+    failed = np.broadcast_to(grouped.failed, size.shape)
     for index in zip(*np.nonzero(tails.clustered), strict=True):
         lead, s = index[:-1], index[-1]
         slots = size[lead][grouped.slice_of == s]
@@ -146,4 +185,8 @@ def clustered_bounds(
         singles = int(n[index]) - sum(sizes)
         level = alpha - float(tails.nuisance[index])
         lower[index], upper[index] = bounds(int(k[index]), sizes, singles, float(rho[lead]), level)
+        if tails.betting:
+            fails = failed[lead][grouped.slice_of == s]
+            k_single = int(k[index]) - int(fails[slots >= 2].sum())
+            lower[index] = fail_lower_bound(k_single, singles, fails, slots, alpha)
     return lower, upper

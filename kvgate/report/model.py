@@ -81,6 +81,8 @@ def procedure_text(policy: Policy) -> str:
             "exact tails of each slice's failure count over its clusters, at "
             + WITHIN_CLUSTERS[policy.defects]
         )
+        if policy.defects == "estimate":
+            tests += " for PASS; FAIL: the single cases' exact tail over the clusters' betting e-value"
         if policy.sequential:
             tests += f"; α spent over looks every {policy.look_every} cases (ρ = {policy.spending_power:g})"
     strata = f", every value of {', '.join(policy.strata)}" if policy.strata else ""
@@ -88,7 +90,8 @@ def procedure_text(policy: Policy) -> str:
         f"{tests}; weighted Holm over every slice that can reach α (gates — all, critical, named slices"
         f"{strata} — 1 − signal_alpha, signals signal_alpha, a rejected slice's weight passed on); PASS "
         "needs every gate's exact upper bound ≤ τ; a FAIL also needs the candidate worse than the A/A "
-        "replicate on the same control passes (paired exact test); signals flagged at BH q ≤ α"
+        f"replicate on the same control passes (paired unconditional exact test at aa_alpha = "
+        f"{policy.aa_alpha:g}); signals flagged at BH q ≤ α"
     )
 
 

@@ -94,7 +94,7 @@ def slice_reason(why: int, row: dict[str, Any], policy: Policy) -> str:
     if why == proc.WHY_NOT_ABOVE_AA:
         return (
             f"CFR above τ but not above the A/A replicate's on the same control passes "
-            f"(paired exact p {row['aa_p']:.2g} ≥ α {alpha})"
+            f"(paired exact p {row['aa_p']:.2g} ≥ aa_alpha {policy.aa_alpha:g})"
         )
     if why == proc.WHY_MARGIN:
         return f"CFR above τ but within aa_margin {policy.aa_margin:g} of the A/A replicate's"

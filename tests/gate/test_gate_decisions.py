@@ -52,11 +52,14 @@ def test_point_rule_compares_the_estimate() -> None:
 
 
 def test_a_candidate_within_the_aa_noise_is_not_failed() -> None:
-    # 11 of 94 control passes lost by the candidate (11.7%), 7 of 94 by the A/A replicate (7.4%):
-    # above τ = 5% by the bound, but one-sided Fisher p ≈ 0.23 against the replicate: not a FAIL.
+    # 11 of 94 control passes lost by the candidate (11.7%), 7 of 94 by the A/A replicate (7.4%): above
+    # τ = 5% by the bound; against the replicate (no joint table: 11 vs 7 discordant) the one-sided
+    # unconditional exact p is 0.27 — under the default aa_alpha 0.3 a FAIL, not under a declared 0.05.
     assert one_slice(11, 94) == FAIL
-    assert one_slice(11, 94, aa=(7, 94)) != FAIL
-    assert one_slice(30, 94, aa=(7, 94)) == FAIL  # far above the replicate: still fails
+    assert one_slice(11, 94, aa=(7, 94)) == FAIL
+    assert one_slice(11, 94, Policy(tau=0.05, aa_alpha=0.05), aa=(7, 94)) == INCONCLUSIVE
+    assert one_slice(10, 94, aa=(8, 94)) == INCONCLUSIVE  # 10 vs 8: p 0.34
+    assert one_slice(30, 94, Policy(tau=0.05, aa_alpha=0.05), aa=(7, 94)) == FAIL  # far above it
     margin = Policy(tau=0.05, aa_margin=0.3)
     assert one_slice(30, 94, margin, aa=(0, 94)) == FAIL  # 31.9% − 0% > 30 points
     assert one_slice(25, 94, margin, aa=(0, 94)) == INCONCLUSIVE  # 26.6% − 0% ≤ 30 points

@@ -76,16 +76,17 @@ def test_errors_hold_at_intermediate_correlation(shape: str, rho: float) -> None
     assert np.mean(arm == PASS) <= ALPHA + 3 * SE and np.mean(arm == FAIL) <= ALPHA + 3 * SE
 
 
-def test_power_with_per_case_defects_follows_the_icc_bound() -> None:
-    """Independent failures spread over ten clusters of 20 bound the ICC low; the power at 2τ stays below
-    what 300 independent cases give (the ICC bound's price), but well above the worst case's."""
+def test_power_with_per_case_defects_reaches_90_percent_under_the_default() -> None:
+    """Independent failures spread over ten clusters of 20 beside 100 single cases: the clusters' betting
+    e-value (their shares vary little) buys back the power the worst case loses — ≥ 90% at 2τ under the
+    default `defects = "estimate"`, against 95.6% for 300 independent cases (declared `per_case`)."""
     sizes = sizes_of(SHAPES["10x20+100x1"])
     failed = draw(sizes, 0.10, False, np.random.default_rng(12))
     estimate = np.mean(decide(sizes, failed, Policy(min_control_passes=1)) == FAIL)
     worst = np.mean(decide(sizes, failed, Policy(min_control_passes=1, defects="per_cluster")) == FAIL)
     independent = np.mean(decide(sizes, failed, Policy(min_control_passes=1, defects="per_case")) == FAIL)
-    assert worst + 0.3 < estimate < independent, (worst, estimate, independent)
-    assert independent > 0.9
+    assert worst + 0.5 < estimate < independent, (worst, estimate, independent)
+    assert estimate >= 0.90 and independent > 0.9
 
 
 def test_a_regression_at_the_longest_contexts_never_passes(workloads: Workloads) -> None:
@@ -110,13 +111,15 @@ def test_a_regression_at_the_longest_contexts_never_passes(workloads: Workloads)
 
 def test_a_noisy_replicate_is_compared_pairwise(workloads: Workloads) -> None:
     """150-case ruler (strata off: its buckets of 50 cannot pass alone), A/A replicate flipping 5% of the
-    control's passes: a clean arm passes, errors stay within α; a replicate that never flips is modelled."""
+    control's passes: a clean arm passes, errors stay within α, the power at 2τ is ≥ 65% (the paired
+    unconditional test at the default aa_alpha); a replicate that never flips is modelled."""
     cases = read_workload_cases(str(workloads["ruler"]))
     policy = Policy(strata=())
     structure = gate_structure(cases, policy)
     noisy = operating(structure, policy, RUNS, seed=6, scenario=Scenario(aa_rate=0.05))
     assert noisy.at_zero.passes >= 0.8  # the noise floor is a bound now, not a point estimate
     assert noisy.false_accept <= ALPHA + 3 * SE and noisy.false_fail <= ALPHA + 3 * SE
+    assert noisy.power >= 0.65, noisy.power
     clean = operating(structure, policy, RUNS, seed=6, scenario=Scenario(aa_rate=0.0, replicate=True))
     assert clean.false_fail <= ALPHA + 3 * SE and clean.power > noisy.power
 

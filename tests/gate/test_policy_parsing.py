@@ -35,6 +35,8 @@ def test_full_policy_parses() -> None:
         ("signal_alpha = 1.0\n", "signal_alpha must be in [0, 1)"),
         ("signal_alpha = -0.1\n", "signal_alpha must be in [0, 1)"),
         ('aa_margin = "0.1"\n', "aa_margin must be in [0, 1)"),
+        ("aa_alpha = 0\n", "aa_alpha must be in (0, 1)"),
+        ("aa_alpha = 1.0\n", "aa_alpha must be in (0, 1)"),
         ("allow_unwinnable = 1\n", "allow_unwinnable must be true or false"),
         ('cluster = "prefix group"\n', "cluster must be 'prefix_group', 'none' or a column"),
     ],
@@ -50,6 +52,11 @@ def test_bad_policies_are_one_line_errors(text: str, message: str) -> None:
 def test_slice_terms() -> None:
     assert slice_terms("all") == []
     assert slice_terms("task=a/ctx_bucket=4k") == [("task", "a"), ("ctx_bucket", "4k")]
+
+
+def test_aa_alpha_is_declared_with_its_default() -> None:
+    assert parse_policy("", "p.toml").aa_alpha == 0.3
+    assert parse_policy("aa_alpha = 0.05\n", "p.toml").aa_alpha == 0.05
 
 
 def test_the_safety_floor() -> None:

@@ -101,8 +101,8 @@ def test_sequential_run_generates_less_with_the_same_verdicts(workloads: Workloa
         (a["arm"], a["decision"]) for a in fixed["arms"]
     ]
     stops = {a["arm"]: a["sequential"] for a in seq["arms"]}
-    # 30% wrong answers against a replicate that never flips: the paired exact test needs b discordant
-    # pairs with 2^-b below look 1's α of 0.0014 (b ≥ 10), which 25 cases rarely give; look 2 does
+    # 30% wrong answers against a replicate that never flips: look 1 spends α = 0.0014 (and the paired
+    # check aa_alpha's share of it, 0.0083), which 25 cases rarely clear; look 2 does
     assert stops["fp8-e4m3"]["look"] <= 2 and stops["fp8-e4m3"]["cases"] <= 50
     assert stops["streaming-50"]["cases"] < 150 and "PASS is final" in stops["streaming-50"]["why"]
     assert _rows(runs["sequential"]) <= 0.6 * _rows(runs["fixed"])

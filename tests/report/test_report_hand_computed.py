@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from helpers.report_fixed_run import (
@@ -158,13 +159,16 @@ def test_decisions_of_the_fixed_run(report: dict[str, Any]) -> None:
     """The procedure (tests/gate checks it alone) on the fixed run: snapkv's 4 of 6 critical cases fail
     (exceedance p = P(Bin(6, 0.1) ≥ 4) = 0.00127; gated family of 4 slices that can reach α = 0.1, each
     weighted 0.8/4 beside 7 signals at 0.2/7, so p̃ = 0.00127·(0.8 + 0.2)/0.2 = 0.00635 ≤ 0.1), and the
-    replicate loses none of those 6 (paired exact p = P(Bin(4, ½) ≥ 4) = 1/16 < α): a FAIL. The lossless arms'
+    replicate loses none of those 6 (discordant 4 vs 0 of 6 pairs, z = 2: the unconditional exact p is the
+    largest over ψ of C(6,4)ψ⁴(1 − ψ)²/16 + 6ψ⁵(1 − ψ)/32 + ψ⁶/64, < aa_alpha): a FAIL. The lossless arms'
     critical slice of 6 cases can never pass τ = 10% at 90% (that needs 22), so they stay inconclusive."""
     snapkv = {s["slice"]: s for s in report["arms"][0]["slices"]}
     critical = snapkv["critical"]
     assert critical["exceed_p"] == pytest.approx(float(binom.sf(3, 6, 0.1)))
     assert critical["adjusted_p"] == pytest.approx(float(binom.sf(3, 6, 0.1)) / 0.2)
-    assert critical["aa_p"] == pytest.approx(1 / 16)
+    psi = np.linspace(0, 1, 100_001)
+    unconditional = (15 * psi**4 * (1 - psi) ** 2 / 16 + 6 * psi**5 * (1 - psi) / 32 + psi**6 / 64).max()
+    assert critical["aa_p"] == pytest.approx(unconditional, rel=1e-3)
     assert critical["decision"] == "fail"
     assert critical["passes_needed"] is None and snapkv["all"]["decision"] == "inconclusive"
     offload = {s["slice"]: s for s in report["arms"][3]["slices"]}["critical"]
