@@ -7,7 +7,8 @@ attempt), over the rows the engine answered (engine errors and timeouts, which c
 out):
 
 - quantize: KV entries quantised in every case (`n_kv_quantized` > 0) where the engine counts them, an
-  8-bit or GGML block KV type (`kv_dtype`) where it names one, and, where the arm and the control both
+  quantised KV type (`kv_dtype`: 8-bit floats, a GGML block type, one of vLLM's newer cache dtypes) where
+  it names one, and, where the arm and the control both
   count KV bytes, at most BYTES_SHARE_BOUND of the control's bytes per kept entry;
 - eviction: every case keeps at most ⌈(1 − ratio)·m⌉ + EVICTION_SLACK of the m entries it may evict
   (the prompt; for scope "context" the context before the question, whose entries are kept besides);
@@ -36,7 +37,7 @@ import pyarrow.parquet as pq
 from kvgate.arrow_numpy import dictionary_codes, to_numpy
 from kvgate.rundir.result_part import PROOF_COLUMNS
 from kvgate.rundir.store import read_results
-from kvgate.treatments.spec import GGML_BLOCK_TYPES
+from kvgate.treatments.spec import GGML_BLOCK_TYPES, VLLM_KV_DTYPES
 
 BYTES_SHARE_BOUND = 0.75
 """A quantised arm's KV bytes per kept entry may be at most this share of the control's (FP8 stores half
@@ -55,9 +56,11 @@ def eight_bit(dtype: str) -> bool:
 
 
 def quantised(dtype: str) -> bool:
-    """Whether a KV dtype as an engine names it is quantised: 8-bit floats, or a GGML block type
-    (llama.cpp's q8_0, q4_0, …; "K+V" names K's and V's types when they differ)."""
-    return eight_bit(dtype) or any(part in GGML_BLOCK_TYPES for part in dtype.lower().split("+"))
+    """Whether a KV dtype as an engine names it is quantised: 8-bit floats, a GGML block type
+    (llama.cpp's q8_0, q4_0, …; "K+V" names K's and V's types when they differ), or one of vLLM's newer
+    cache dtypes (int8_per_token_head, nvfp4, …)."""
+    names = (*GGML_BLOCK_TYPES, *VLLM_KV_DTYPES)
+    return eight_bit(dtype) or any(part in names for part in dtype.lower().split("+"))
 
 
 @dataclass(frozen=True)
@@ -228,14 +231,14 @@ def _quantized(proof: _Proof, rows: _Rows, mask: np.ndarray, label: str, baselin
         if zero:
             proof.missing.append(
                 f"{label}: the engine quantised no KV entry in {zero} of {counted.size} cases: "
-                "FP8 was not applied"
+                "the quantisation was not applied"
             )
     if named:
         proof.figures["kv_dtypes"] = sorted(set(proof.figures["kv_dtypes"] or []) | set(named))
         wide = [d for d in named if not quantised(d)]
         if wide:
             proof.missing.append(
-                f"{label}: the engine stored its KV as {', '.join(wide)}, not FP8 nor a GGML block type"
+                f"{label}: the engine stored its KV as {', '.join(wide)}, not a quantised KV type"
             )
     per_entry = rows.bytes_per_entry(mask)
     if per_entry is not None and baseline:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-EvictionMethod = Literal["streaming", "snapkv", "h2o", "knorm", "tova", "random"]
+EvictionMethod = Literal["streaming", "snapkv", "h2o", "knorm", "tova", "adakv", "pyramidkv", "random"]
 """The `method` an eviction spec may name, in EVICTION_METHODS' order: its keys (typed so; a test checks
 that no method is missing from the table)."""
 
@@ -49,6 +49,18 @@ EVICTION_METHODS: dict[EvictionMethod, EvictionMethodInfo] = {
     "tova": EvictionMethodInfo(
         "TOVA: what the last query attends to most (Oren et al. 2024)",
         "kvgate.engines.hf.eviction.tova:TOVA",
+        needs_queries=True,
+    ),
+    "adakv": EvictionMethodInfo(
+        "AdaKV: SnapKV's scores, the layer's budget shared among its heads by score (Feng et al. 2024)",
+        "kvgate.engines.hf.eviction.adakv:AdaKV",
+        {"window": "window"},
+        needs_queries=True,
+    ),
+    "pyramidkv": EvictionMethodInfo(
+        "PyramidKV: SnapKV's scores, budgets falling linearly from the lowest layer (Cai et al. 2024)",
+        "kvgate.engines.hf.eviction.pyramidkv:PyramidKV",
+        {"window": "window"},
         needs_queries=True,
     ),
     "random": EvictionMethodInfo(

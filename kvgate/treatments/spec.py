@@ -21,7 +21,16 @@ GGMLType = Literal["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
 """llama.cpp's KV cache types (its `--cache-type-k` / `--cache-type-v` names): floats, and GGML's block
 formats, each storing 32 values with their own scale (q8_0: 8-bit; q4_0, q5_0: 4 and 5 bits, symmetric;
 q4_1, q5_1: with an offset; iq4_nl: 4-bit indices into a non-linear table)."""
-KVDtype = Literal[FP8Dtype, GGMLType]
+PerTokenHeadDtype = Literal["int8_per_token_head", "int4_per_token_head", "fp8_per_token_head"]
+"""vLLM's cache dtypes with one scale per cached token and KV head, computed as each entry is written
+(vllm/config/cache.py `CacheDType`): symmetric INT8, FP8 E4M3, and INT4 with a zero point after a
+Hadamard rotation; each stores its float32 scale beside the head's values."""
+NVFP4Dtype = Literal["nvfp4"]
+"""vLLM's NVFP4 cache: 4-bit E2M1 values in 16-value blocks, each block with an FP8 E4M3 scale."""
+TurboQuantDtype = Literal["turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"]
+"""vLLM's TurboQuant cache presets (Zandieh et al., 2025, arXiv:2504.19874): rotated vectors coded with
+Lloyd-Max codebooks, K and V at the bits each name says (k8v4: FP8 keys, 4-bit values)."""
+KVDtype = Literal[FP8Dtype, GGMLType, PerTokenHeadDtype, NVFP4Dtype, TurboQuantDtype]
 Scale = Literal["tensor", "head", "token", "block"]
 Tier = Literal["host", "disk"]
 ReuseMode = Literal["prefix", "span"]
@@ -35,12 +44,22 @@ FP8_DTYPES: tuple[str, ...] = get_args(FP8Dtype)
 GGML_KV_TYPES: tuple[str, ...] = get_args(GGMLType)
 GGML_BLOCK_TYPES = GGML_KV_TYPES[3:]
 """The GGML types that quantise (all but f32, f16 and bf16)."""
+PER_TOKEN_HEAD_DTYPES: tuple[str, ...] = get_args(PerTokenHeadDtype)
+NVFP4_DTYPES: tuple[str, ...] = get_args(NVFP4Dtype)
+TURBOQUANT_DTYPES: tuple[str, ...] = get_args(TurboQuantDtype)
+VLLM_KV_DTYPES = (*PER_TOKEN_HEAD_DTYPES, *NVFP4_DTYPES, *TURBOQUANT_DTYPES)
+"""vLLM's cache dtypes beyond FP8 (beside FP8_DTYPES)."""
 KV_DTYPES: tuple[str, ...] = get_args(KVDtype)
 SCALES: tuple[str, ...] = get_args(Scale)
 TIERS: tuple[str, ...] = get_args(Tier)
 REUSE_MODES: tuple[str, ...] = get_args(ReuseMode)
 CONVENTIONS: tuple[str, ...] = get_args(Convention)
 CERTIFICATE_KEYS = ("certificate", "certificate_share", "certificate_floor", "certificate_confidence")
+NATIVE_SCALE = {
+    **{d: "block" for d in (*GGML_KV_TYPES, *NVFP4_DTYPES)},
+    **{d: "token" for d in (*PER_TOKEN_HEAD_DTYPES, *TURBOQUANT_DTYPES)},
+}
+"""The one scale granularity each non-FP8 dtype defines (FP8 takes tensor, head or token)."""
 
 
 @dataclass(frozen=True)
@@ -155,10 +174,13 @@ class Eviction(Treatment):
 
 @dataclass(frozen=True)
 class Quantize(Treatment):
-    """Store K and V as FP8 with per-tensor, per-head or per-token scales, or in a llama.cpp cache type.
+    """Store K and V in a quantised KV format: FP8 with per-tensor, per-head or per-token scales, a
+    llama.cpp cache type, or one of vLLM's newer cache dtypes (VLLM_KV_DTYPES).
 
-    FP8 (`fp8_e4m3`, `fp8_e5m2`) takes `scale` tensor, head or token. A GGML type (GGML_KV_TYPES) carries
-    its scales in its own 32-value blocks: its scale is "block" (the default "tensor" is read as that).
+    FP8 (`fp8_e4m3`, `fp8_e5m2`) takes `scale` tensor, head or token. Every other dtype carries its
+    scales as its format defines them (NATIVE_SCALE): a GGML type and NVFP4 per block ("block"), the
+    per-token-head and TurboQuant dtypes per cached token and head ("token"); the default "tensor" is
+    read as that one, any other scale is refused.
     `dtype_v`: V's type when it differs from K's (`dtype`), as llama.cpp's `--cache-type-v`; GGML types.
     """
 
@@ -170,13 +192,21 @@ class Quantize(Treatment):
     def __post_init__(self) -> None:
         check_choice("dtype", self.dtype, KV_DTYPES)
         check_choice("scale", self.scale, SCALES)
+        native = NATIVE_SCALE.get(self.dtype)
+        if native is not None and self.scale == "tensor":
+            object.__setattr__(self, "scale", native)
+        elif native == "block" and self.scale != "block":
+            size = 16 if self.dtype in NVFP4_DTYPES else 32
+            raise ValueError(
+                f"{self.dtype} stores a scale per {size}-value block; scale {self.scale!r} is FP8's"
+            )
+        elif native == "token" and self.scale != "token":
+            raise ValueError(
+                f"{self.dtype} stores a scale per cached token and head; scale {self.scale!r} is FP8's"
+            )
+        elif native is None and self.scale == "block":
+            raise ValueError(f"scale 'block' belongs to the GGML types and NVFP4, not {self.dtype}")
         ggml = self.dtype in GGML_KV_TYPES
-        if ggml and self.scale == "tensor":
-            object.__setattr__(self, "scale", "block")
-        elif ggml and self.scale != "block":
-            raise ValueError(f"{self.dtype} stores a scale per 32-value block; scale {self.scale!r} is FP8's")
-        elif not ggml and self.scale == "block":
-            raise ValueError(f"scale 'block' belongs to the GGML types, not {self.dtype}")
         if self.dtype_v is not None and not (ggml and self.dtype_v in GGML_KV_TYPES):
             raise ValueError(
                 f"dtype_v is V's llama.cpp cache type beside a GGML dtype: one of {', '.join(GGML_KV_TYPES)}"

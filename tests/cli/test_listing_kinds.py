@@ -31,10 +31,8 @@ def test_the_command_shows_methods_parameters_and_defaults() -> None:
     assert "window=32" in h2o and "ratio=0.5" in h2o and "scope=prompt (prompt | context)" in h2o
     tova = next(line for line in lines if "│ tova " in line)
     assert "window" not in tova and "TOVA" in tova
-    assert (
-        "dtype=fp8_e4m3 (fp8_e4m3 | fp8_e5m2 | f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | iq4_nl)"
-        in result.output
-    )
+    assert "dtype=fp8_e4m3 (fp8_e4m3 | fp8_e5m2 | f32 | f16 | bf16 | q8_0 | q4_0 | q4_1" in result.output
+    assert "int8_per_token_head" in result.output and "nvfp4" in result.output
     assert "dtype_v=None (f32 | f16" in result.output
     streaming = next(line for line in lines if line.startswith("│ streaming-50 "))
     assert "sink_tokens=4" in streaming and "window" not in streaming  # only what the method reads

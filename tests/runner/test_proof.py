@@ -66,7 +66,7 @@ def test_every_kind_shows_its_proof(kvgate: Invoke, reuse_workload: Path, tmp_pa
     ("arm", "evidence"),
     [
         ("streaming-50", "kept more KV entries than ratio 0.5 allows in 64 of 64 cases"),
-        ("fp8-e4m3", "the engine quantised no KV entry in 64 of 64 cases: FP8 was not applied"),
+        ("fp8-e4m3", "the engine quantised no KV entry in 64 of 64 cases: the quantisation was not applied"),
         ("offload-host", "wrote no KV block to its offload tier and read none in 64 cases"),
         ("prefix-reuse", "no case of 64 was served from its cache"),
         ("span-reuse", "found no context span to reuse in 64 cases"),

@@ -39,17 +39,21 @@ from kvgate.engines.hf.cache_hooks import (
     query_window,
 )
 from kvgate.engines.hf.certificate.observer import CertificateSettings, DecodeCertificate
+from kvgate.engines.hf.eviction.head_mask import HeadMask
 from kvgate.engines.hf.forward import forward_at
+from kvgate.engines.hf.kv_formats.formats import REFUSED, bytes_per_value
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec, model_folder
-from kvgate.treatments.spec import GGML_KV_TYPES, Eviction, Offload, Quantize, Reuse, Treatment
+from kvgate.treatments.spec import Eviction, Offload, Quantize, Reuse, Treatment
 from kvgate.workload.case import Case
 
 DTYPES = ("float32", "bfloat16", "float16")
+BUDGETED = ("adakv", "pyramidkv")
+"""Eviction methods whose budgets differ by head or layer (eviction/budgets.py, eviction/head_mask.py)."""
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of the prefix cache and of the span store, each (LRU beyond it)."""
@@ -124,8 +128,10 @@ class HFEngine:
         for part in parts:
             if part.kind not in SUPPORTED_KINDS:
                 return f"the hf engine does not apply {part.kind} treatments"
-            if isinstance(part, Quantize) and part.dtype in GGML_KV_TYPES:
-                return f"the hf engine simulates FP8 KV only; {part.dtype} is llama.cpp's: --engine llamacpp"
+            if isinstance(part, Quantize) and part.dtype in REFUSED:
+                return REFUSED[part.dtype]
+        if any(isinstance(p, Eviction) and p.certificate and p.method in BUDGETED for p in parts):
+            return "the attention-error certificate bounds uniform evictions, not per-head or per-layer ones"
         if len(parts) > 1 and any(isinstance(p, Eviction) and p.certificate for p in parts):
             return "the attention-error certificate applies to an eviction arm alone, not in a composite"
         if any(isinstance(p, Eviction) and p.certificate and p.scope == "context" for p in parts):
@@ -183,10 +189,17 @@ class HFSession:
     replay_draws: int = field(init=False, default=1)
     """In replay: independent samples that each bound every cell (certificate.observer)."""
     last_certificate: DecodeCertificate | None = field(init=False, default=None)
+    head_mask: HeadMask | None = field(init=False, default=None)
+    """Per-head presence of a budgeted eviction's entries (installed on the attention modules)."""
 
     def __post_init__(self) -> None:
         engine, namespace = self.engine, self.setup.namespace
         for part in self.setup.treatment.parts():
+            if isinstance(part, Eviction) and part.method in BUDGETED:
+                from kvgate.engines.hf.capture import attention_modules
+
+                self.head_mask = HeadMask()
+                self.head_mask.install(attention_modules(engine.model))
             if isinstance(part, Reuse) and part.mode == "prefix":
                 self.reuser = PrefixReuse(engine.model, engine.prefix_cache, namespace, part.block_size)
             elif isinstance(part, Reuse):
@@ -238,6 +251,8 @@ class HFSession:
             return -1
 
     def close(self) -> None:
+        if self.head_mask is not None:
+            self.head_mask.remove()
         self.engine.prefix_cache.drop_namespace(self.setup.namespace)
         self.engine.span_store.drop_namespace(self.setup.namespace)
         if self.directory is not None:
@@ -253,6 +268,11 @@ class HFSession:
         case = cases[0]
         model, treatment = self.engine.model, self.setup.treatment
         hooks = build_hooks(treatment)
+        if self.head_mask is not None:
+            self.head_mask.present.clear()
+            for hook in hooks:
+                if isinstance(hook, EvictHook):
+                    hook.head_mask = self.head_mask
         certificate = self._certificate(case, hooks) if len(cases) == 1 else None
         ids = torch.tensor([c.prompt_token_ids for c in cases], device=self.engine.device)
         b, n = ids.shape
@@ -267,8 +287,9 @@ class HFSession:
         if span < n:
             logits = forward_at(model, ids[:, span:], cache, span)
             _appended(hooks, cache, n - span)
-        kept = int(cache.layers[0].keys.shape[2])
-        evidence = self._evidence(cache, hooks, n_cached)
+        held = int(cache.layers[0].keys.shape[2])
+        kept = held - round(self.head_mask.absent()) if self.head_mask is not None else held
+        evidence = self._evidence(cache, hooks, n_cached, kept / held if held else 1.0)
         if self.tier is not None:
             corrupt = bool(self.setup.faults.get(CORRUPT_OFFLOAD_FAULT, False))
             written, read = round_trip(cache, self.tier, self.block_size, plant_corruption=corrupt)
@@ -348,18 +369,29 @@ class HFSession:
             return DynamicCache(config=self.engine.model.config)
         return preallocated_cache(self.engine.model.config, capacity)
 
-    def _evidence(self, cache: Any, hooks: list[CacheHook], n_cached: int) -> dict[str, Any]:
+    def _evidence(
+        self, cache: Any, hooks: list[CacheHook], n_cached: int, present: float = 1.0
+    ) -> dict[str, Any]:
         """The treatment's trace in the cache once the prompt is in it (report.proof): its KV bytes as
-        stored (FP8 elements count one byte; the tensors hold them dequantised), the element type, the
-        spans a span reuse placed, and no tier traffic yet (the offload round trip counts its own). Per
-        case: a batch's bytes are shared evenly by its rows, which hold the same number of entries."""
-        quantize = next((h.treatment for h in hooks if isinstance(h, QuantizeHook)), None)
-        rows = int(cache.layers[0].keys.shape[0])
-        elements = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers) // rows
-        size = 1 if quantize is not None else cache.layers[0].keys.element_size()
+        its format stores them (kv_formats.formats.bytes_per_value: FP8 one byte per value, a block or
+        per-token-head format its codes and scales; the tensors hold them dequantised), the element
+        type ("K+V" when they differ), the spans a span reuse placed, and no tier traffic yet (the
+        offload round trip counts its own). Per case: a batch's bytes are shared evenly by its rows,
+        which hold the same number of entries. `present`: the share of held entries a budgeted eviction
+        keeps (the rest are absent: head_mask), which the bytes count alone."""
+        quantize = next((h for h in hooks if isinstance(h, QuantizeHook)), None)
+        first = cache.layers[0].keys
+        rows, size = int(first.shape[0]), first.element_size()
+        dtypes = (quantize.dtype_of("keys"), quantize.dtype_of("values")) if quantize else (None, None)
+        stored = 0.0
+        for layer in cache.layers:
+            for tensor, dtype in zip((layer.keys, layer.values), dtypes, strict=True):
+                per_value = bytes_per_value(dtype, int(tensor.shape[-1]), size) if dtype else size
+                stored += tensor.numel() * per_value
+        names = sorted(set(dtypes), key=dtypes.index) if quantize else [self.engine.dtype]
         return {
-            "kv_bytes": elements * size,
-            "kv_dtype": quantize.dtype if quantize is not None else self.engine.dtype,
+            "kv_bytes": round(stored * present / rows),
+            "kv_dtype": "+".join(str(n) for n in names),
             "n_tier_written": 0,
             "n_tier_read": 0,
             "n_spans_reused": int(isinstance(self.reuser, SpanReuse) and n_cached > 0),

@@ -171,7 +171,7 @@ class ServerEngine:
         self.platform = vllm_args.VLLMPlatform(
             device=self.device,
             offload_refusal=vllm_args.OFFLOAD_ON_CPU if self.device == "cpu" else None,
-            fp8_refusals={},
+            kv_dtype_refusals=vllm_args.cpu_kv_dtype_refusals() if self.device == "cpu" else {},
             arg_names=arg_names if arg_names is not None else frozenset(),
         )
         self.check_arg_names = arg_names is not None
@@ -187,7 +187,7 @@ class ServerEngine:
         if not self.check_arg_names:
             given = {k for p in (*treatment.parts(), treatment) for k in p.engine_args}
             platform_ = vllm_args.VLLMPlatform(
-                self.device, self.platform.offload_refusal, {}, frozenset(given)
+                self.device, self.platform.offload_refusal, self.platform.kv_dtype_refusals, frozenset(given)
             )
             return vllm_args.arm_refusal(treatment, platform_)
         return vllm_args.arm_refusal(treatment, self.platform)

@@ -3,9 +3,13 @@
 - full (the control): `kv_cache_dtype="auto"`, `enable_prefix_caching=False` (vLLM turns prefix caching
   on by default; the control and every arm that may not reuse must not serve one request from another's
   KV).
-- quantize: `kv_cache_dtype` = the treatment's dtype (`fp8_e4m3` | `fp8_e5m2`; engine_args may say `fp8`,
-  vLLM's alias of e4m3). vLLM scales each layer's K and V by one float (`k_scale`, `v_scale`: 1.0 unless
-  the checkpoint carries calibrated scales), so only `scale = "tensor"` is applicable.
+- quantize: `kv_cache_dtype` = the treatment's dtype: FP8 (`fp8_e4m3` | `fp8_e5m2`; engine_args may say
+  `fp8`, vLLM's alias of e4m3), where vLLM scales each layer's K and V by one float (`k_scale`,
+  `v_scale`: 1.0 unless the checkpoint carries calibrated scales), so only `scale = "tensor"` is
+  applicable; or one of vLLM's newer cache dtypes under its own name (treatments.spec.VLLM_KV_DTYPES:
+  `int8_per_token_head`, `int4_per_token_head`, `fp8_per_token_head`, `nvfp4`, `turboquant_*`), each
+  with the scales its format defines. vLLM's CPU attention backend stores FP8 only
+  (CPU_KV_DTYPES); llama.cpp's GGML types are not vLLM's.
 - reuse, mode "prefix": `enable_prefix_caching=True`. Span (position-independent) reuse is not in
   mainline vLLM.
 - offload, tier "host": vLLM's native CPU offload (`kv_offloading_size`, GiB), or any
@@ -26,11 +30,27 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from kvgate.treatments.spec import GGML_KV_TYPES, Offload, Quantize, Reuse, Treatment
+from kvgate.treatments.spec import (
+    FP8_DTYPES,
+    GGML_KV_TYPES,
+    VLLM_KV_DTYPES,
+    Offload,
+    Quantize,
+    Reuse,
+    Treatment,
+)
 
 ARM_KEYS = frozenset({"kv_cache_dtype", "enable_prefix_caching", "kv_offloading_size", "kv_transfer_config"})
 """Engine arguments that only a treatment sets: they are what makes an arm differ from the control."""
-FP8_NAMES = {"fp8_e4m3": ("fp8_e4m3", "fp8"), "fp8_e5m2": ("fp8_e5m2",)}
+KV_DTYPE_NAMES = {
+    "fp8_e4m3": ("fp8_e4m3", "fp8"),
+    "fp8_e5m2": ("fp8_e5m2",),
+    **{d: (d,) for d in VLLM_KV_DTYPES},
+}
+"""The `kv_cache_dtype` names vLLM accepts for each treatment dtype it can store."""
+CPU_KV_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+"""vLLM's CPU attention backend's KV cache dtypes (`CPUAttentionBackend.supported_kv_cache_dtypes`,
+vllm 0.32), quoted for a launched server on CPU; the in-process engine asks vLLM itself."""
 NO_EVICTION = "mainline vLLM has no KV eviction"
 NO_SPAN_REUSE = (
     "vLLM's prefix caching reuses only identical token prefixes; span reuse is not in mainline vLLM"
@@ -86,13 +106,13 @@ class VLLMPlatform:
     """What this machine's vLLM can do, learnt once from vLLM itself.
 
     `offload_refusal`: why native KV offload cannot run here (None on CUDA-alike and XPU GPUs).
-    `fp8_refusals`: vLLM's reason per FP8 KV dtype it cannot run here (absent when it can).
+    `kv_dtype_refusals`: vLLM's reason per KV cache dtype it cannot run here (absent when it can).
     `arg_names`: every `vllm.EngineArgs` field.
     """
 
     device: str
     offload_refusal: str | None
-    fp8_refusals: dict[str, str]
+    kv_dtype_refusals: dict[str, str]
     arg_names: frozenset[str]
 
 
@@ -147,7 +167,7 @@ def _part_refusal(part: Treatment, platform: VLLMPlatform) -> str | None:
             return "vLLM's native offload keeps KV in host memory; a disk tier needs a kv_transfer_config"
     if isinstance(part, Quantize) and part.dtype in GGML_KV_TYPES:
         return f"vLLM's KV cache dtypes do not include {part.dtype}, a llama.cpp type: --engine llamacpp"
-    if isinstance(part, Quantize) and part.scale != "tensor":
+    if isinstance(part, Quantize) and part.dtype in FP8_DTYPES and part.scale != "tensor":
         return f"vLLM scales FP8 KV per layer (one k_scale, one v_scale), not per {part.scale}"
     return None
 
@@ -160,7 +180,7 @@ def _args_refusal(args: dict[str, Any], parts: tuple[Treatment, ...], platform: 
     dtype = args["kv_cache_dtype"]
     if quantize is None and dtype != "auto":
         return f"engine_args kv_cache_dtype={dtype!r} on an arm that does not quantise the KV cache"
-    if quantize is not None and dtype not in FP8_NAMES[quantize.dtype]:
+    if quantize is not None and dtype not in KV_DTYPE_NAMES[quantize.dtype]:
         return f"engine_args kv_cache_dtype={dtype!r} contradicts the treatment's dtype {quantize.dtype!r}"
     if bool(args["enable_prefix_caching"]) != ("reuse" in kinds):
         state = "on" if args["enable_prefix_caching"] else "off"
@@ -168,6 +188,19 @@ def _args_refusal(args: dict[str, Any], parts: tuple[Treatment, ...], platform: 
     offload_keys = sorted(k for k in ("kv_offloading_size", "kv_transfer_config") if k in args)
     if offload_keys and "offload" not in kinds:
         return f"engine_args {', '.join(offload_keys)} on an arm that does not offload"
-    if dtype in platform.fp8_refusals:
-        return f"vLLM says: {platform.fp8_refusals[dtype]}"
+    if dtype in platform.kv_dtype_refusals:
+        return f"vLLM says: {platform.kv_dtype_refusals[dtype]}"
     return None
+
+
+def cpu_kv_dtype_refusal(dtype: str) -> str:
+    """vLLM's CPU attention backend's refusal of a KV cache dtype it does not list, in one line."""
+    return (
+        f"vLLM's CPU attention backend stores KV as {', '.join(CPU_KV_DTYPES)}, not {dtype}: "
+        "run it on a GPU, or on --engine hf (its simulation)"
+    )
+
+
+def cpu_kv_dtype_refusals() -> dict[str, str]:
+    """The refusal of each of vLLM's newer KV dtypes on CPU (a launched server's, from CPU_KV_DTYPES)."""
+    return {d: cpu_kv_dtype_refusal(d) for d in VLLM_KV_DTYPES if d not in CPU_KV_DTYPES}

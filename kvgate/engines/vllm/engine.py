@@ -43,12 +43,13 @@ from kvgate.engines.vllm.args import (
     arm_args,
     arm_refusal,
     base_engine_args,
+    cpu_kv_dtype_refusal,
 )
 from kvgate.engines.vllm.env import MULTIPROCESSING, prepare_vllm_environment
 from kvgate.engines.vllm.model import vllm_model_folder
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec, model_folder
-from kvgate.treatments.spec import Treatment
+from kvgate.treatments.spec import VLLM_KV_DTYPES, Treatment
 from kvgate.workload.case import Case
 
 
@@ -100,7 +101,7 @@ class VLLMEngine:
             offload_refusal=None
             if current_platform.is_cuda_alike() or current_platform.is_xpu()
             else OFFLOAD_ON_CPU,
-            fp8_refusals=self._fp8_refusals() if on_cpu else {},
+            kv_dtype_refusals=self._kv_dtype_refusals() if on_cpu else {},
             arg_names=arg_names,
         )
         self.tokenizer, self.eos_ids = _tokenizer(source)
@@ -155,14 +156,16 @@ class VLLMEngine:
             self._session.close()
             self._session = None
 
-    def _fp8_refusals(self) -> dict[str, str]:
-        """vLLM's own reason, per FP8 KV dtype, why its CPU attention cannot run it on this CPU."""
+    def _kv_dtype_refusals(self) -> dict[str, str]:
+        """vLLM's own reason, per quantised KV dtype, why its CPU attention cannot run it on this CPU:
+        the dtypes its backend does not list, and the FP8 ones this CPU's instructions cannot run."""
         try:
             import torch
-            from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+            from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend, _get_attn_isa
         except ImportError:
             return {}
-        refusals = {}
+        listed = CPUAttentionBackend.supports_kv_cache_dtype
+        refusals = {d: cpu_kv_dtype_refusal(d) for d in VLLM_KV_DTYPES if not listed(d)}  # type: ignore[arg-type]
         for kv_dtype in ("fp8", "fp8_e4m3", "fp8_e5m2"):
             try:
                 _get_attn_isa(getattr(torch, self.dtype), self.block_size, self.head_size, kv_dtype)

@@ -7,10 +7,12 @@ import dataclasses
 import pytest
 import torch
 
+from kvgate.engines.hf.eviction.adakv import AdaKV
 from kvgate.engines.hf.eviction.base import ScoringInputs
 from kvgate.engines.hf.eviction.h2o import H2O
 from kvgate.engines.hf.eviction.knorm import KNorm
 from kvgate.engines.hf.eviction.methods import make_method, method_class
+from kvgate.engines.hf.eviction.pyramidkv import PyramidKV
 from kvgate.engines.hf.eviction.random_ import RandomEviction
 from kvgate.engines.hf.eviction.snapkv import SnapKV
 from kvgate.engines.hf.eviction.streaming import StreamingLLM
@@ -24,6 +26,8 @@ EXPECTED = {
     "h2o": H2O(0.25, recent=8),
     "knorm": KNorm(0.25),
     "tova": TOVA(0.25),
+    "adakv": AdaKV(0.25, window=8),
+    "pyramidkv": PyramidKV(0.25, window=8),
     "random": RandomEviction(0.25, seed=5),
 }
 

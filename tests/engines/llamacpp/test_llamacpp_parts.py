@@ -158,17 +158,6 @@ def test_a_gguf_file_is_a_model_by_path_hashed_without_conversion(tmp_path: Path
         resolve_model(str(tmp_path / "missing.gguf"))
 
 
-@pytest.mark.parametrize("dtype", GGML_KV_TYPES)
-def test_the_hf_reference_refuses_llama_cpp_types_in_one_line(dtype: str) -> None:
-    pytest.importorskip("transformers")
-    from kvgate.engines.hf.engine import HFEngine
-
-    engine = object.__new__(HFEngine)  # the refusal reads the treatment alone: no model needed
-    reason = engine.refusal(Quantize("q", dtype=dtype)) or ""
-    assert dtype in reason and "--engine llamacpp" in reason and "\n" not in reason
-    assert engine.refusal(Quantize("fp8", dtype="fp8_e4m3")) is None
-
-
 def test_the_proof_of_treatment_takes_ggml_block_types() -> None:
     from kvgate.report.proof import quantised
 
