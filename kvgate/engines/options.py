@@ -33,6 +33,7 @@ OWN_OPTIONS: dict[str, tuple[str, ...]] = {
         "enforce_eager",
         "block_size",
         "offload_gib",
+        "flavour",
     ),
     "llamacpp": (
         "threads",

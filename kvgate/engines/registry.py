@@ -65,7 +65,8 @@ ENGINES: dict[str, EngineInfo] = {
         ),
         EngineInfo(
             "server",
-            "an OpenAI-compatible server: `vllm serve` launched per arm, or given endpoints (--endpoint)",
+            "a serving stack launched per arm (`vllm serve`; -E flavour=sglang|trtllm|llama-server) or given "
+            "endpoints (--endpoint)",
             ("full", "quantize", "offload", "reuse", "composite"),
             "kvgate.engines.server.engine:ServerEngine",
             ("httpx",),

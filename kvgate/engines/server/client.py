@@ -36,6 +36,9 @@ class Request:
     case_id: str
     body: dict[str, Any]
     n_prompt: int
+    path: str = "/v1/completions"
+    """Where the request is posted (a flavour's own endpoint: SGLang's /generate, llama-server's
+    /completion)."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,10 @@ class CompletionClient:
         backoff_s: float,
         concurrency: int,
         died: Callable[[], str | None] = lambda: None,
+        parse: Callable[[Any, int], Completion] = parse_completion,
     ) -> None:
         self.url, self.timeout_s, self.retries, self.backoff_s = url, timeout_s, retries, backoff_s
-        self.concurrency, self.died = concurrency, died
+        self.concurrency, self.died, self.parse = concurrency, died, parse
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         timeout = httpx.Timeout(None, connect=CONNECT_S)
         self.http = httpx.AsyncClient(timeout=timeout, limits=limits, verify=tls_context())
@@ -94,10 +98,10 @@ class CompletionClient:
             if remaining <= 0:
                 break
             try:
-                url = f"{self.url}/v1/completions"
+                url = f"{self.url}{request.path}"
                 status, body = await exchange(self.http, "POST", url, remaining, json=request.body)
                 if status not in TRANSIENT_STATUS:
-                    return _outcome(request, status, body, attempt, time.perf_counter() - start)
+                    return _outcome(request, status, body, attempt, time.perf_counter() - start, self.parse)
                 last = f"HTTP {status}"
             except TimeoutError:
                 break
@@ -129,12 +133,19 @@ def _first(group: BaseExceptionGroup[Any]) -> BaseException:
     return _first(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-def _outcome(request: Request, status: int, body: bytes, attempts: int, latency: float) -> Outcome:
+def _outcome(
+    request: Request,
+    status: int,
+    body: bytes,
+    attempts: int,
+    latency: float,
+    parse: Callable[[Any, int], Completion] = parse_completion,
+) -> Outcome:
     if status != 200:
         message = body.decode("utf-8", "replace").strip().replace("\n", " ")[:MAX_ERROR_CHARS]
         return Outcome(None, f"server answered {status}: {message}", False, attempts, latency)
     try:
-        completion = parse_completion(json.loads(body), request.n_prompt)
+        completion = parse(json.loads(body), request.n_prompt)
     except RecursionError:
         error = f"malformed response for case {request.case_id}: JSON nested too deeply"
         return Outcome(None, error, False, attempts, latency)

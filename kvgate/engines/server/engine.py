@@ -57,6 +57,9 @@ from kvgate.engines.server import bounded_http
 from kvgate.engines.server.client import CompletionClient, Outcome, Request
 from kvgate.engines.server.endpoints import TOKEN_ENV, check_url, endpoint_for
 from kvgate.engines.server.flags import server_flags
+from kvgate.engines.server.flavours.base import CONFIG_PLACEHOLDER, Flavour
+from kvgate.engines.server.flavours.registry import FLAVOURS, VLLM
+from kvgate.engines.server.flavours.registry import NAMES as FLAVOUR_NAMES
 from kvgate.engines.server.launch import (
     HOST,
     LaunchedServer,
@@ -69,6 +72,7 @@ from kvgate.engines.server.launch import (
 )
 from kvgate.engines.server.metrics import preemptions
 from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_record
+from kvgate.engines.server.response import parse_completion
 from kvgate.engines.vllm import args as vllm_args
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec, model_folder
@@ -114,8 +118,16 @@ class ServerEngine:
         enforce_eager: bool | None = None,
         block_size: int | None = None,
         offload_gib: float = vllm_args.DEFAULT_OFFLOAD_GIB,
+        flavour: str = VLLM,
         **vllm_options: Any,
     ) -> None:
+        if flavour not in FLAVOUR_NAMES:
+            known = ", ".join(FLAVOUR_NAMES)
+            raise BadInput(f"server engine: flavour must be one of {known}, got {flavour!r}")
+        self.flavour: Flavour | None = FLAVOURS.get(flavour)
+        """The serving stack when it is not vLLM (flavours/): its flags, refusals, requests and answers."""
+        if self.flavour is not None and (vllm_options or dtype or enforce_eager is not None or block_size):
+            raise BadInput(f"server engine: vLLM options apply to the vllm flavour, not {flavour!r}")
         _check_numbers(timeout_s=timeout_s, ready_s=ready_s, stop_s=stop_s, backoff_s=backoff_s)
         if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
             raise BadInput(f"server engine: retries must be an integer in [0, 10], got {retries!r}")
@@ -134,7 +146,7 @@ class ServerEngine:
         self.device = device or ("gpu" if shutil.which("nvidia-smi") else "cpu")
         if self.device not in DEVICES:
             raise BadInput(f"server engine: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        self.template = command or default_template()
+        self.template = command or (default_template() if self.flavour is None else "")
         self.offload_gib = float(offload_gib)
         self.model_path: Path | None = None
         self.eos_ids: set[int] = set()
@@ -148,7 +160,14 @@ class ServerEngine:
                 )
             if arg_names is not None and key not in arg_names:
                 raise BadInput(f"server engine option {key!r} is not a vLLM engine argument")
-        if self.form == "launched":
+        if self.form == "launched" and self.flavour is not None:
+            if command is not None:
+                check_template(self.template)
+            gguf = self.flavour.name == "llama-server"
+            if gguf and not model.is_gguf():
+                raise BadInput("server engine: llama-server serves a GGUF: --model FILE.gguf or smollm2-135m")
+            self.model_path = model.gguf_path() if gguf else model_folder(model)
+        elif self.form == "launched":
             check_template(self.template)
             try:
                 self.base_args = vllm_args.base_engine_args(
@@ -166,8 +185,9 @@ class ServerEngine:
             raise BadInput("server engine: vLLM options apply to launched servers, not to given endpoints")
         self.vocab_size: int | None = None
         if self.model_path is not None or model.available():  # the end-of-sequence ids to strip
-            self.eos_ids = end_of_sequence_ids(self.model_path or model_folder(model))
-            self.vocab_size = vocabulary_size(self.model_path or model_folder(model))
+            folder = self.model_path if self.flavour is None and self.model_path else model_folder(model)
+            self.eos_ids = end_of_sequence_ids(folder)
+            self.vocab_size = vocabulary_size(folder)
         self.platform = vllm_args.VLLMPlatform(
             device=self.device,
             offload_refusal=vllm_args.OFFLOAD_ON_CPU if self.device == "cpu" else None,
@@ -178,6 +198,8 @@ class ServerEngine:
         self._session: ServerSession | None = None
 
     def refusal(self, treatment: Treatment) -> str | None:
+        if self.flavour is not None and self.form == "launched":
+            return self.flavour.refusal(treatment)
         if self.form == "endpoint":
             if endpoint_for(self.endpoints, treatment.name) is None:
                 return (
@@ -202,6 +224,8 @@ class ServerEngine:
         }
         if self.form == "endpoint":
             return {**base, "endpoints": dict(sorted(self.endpoints.items()))}
+        if self.flavour is not None:
+            return {**base, "flavour": self.flavour.name, "command": self.template or None}
         return {
             **base,
             "command": self.template,
@@ -255,6 +279,8 @@ class ServerSession(ServedSession):
         self.command: list[str] | None = None
         self.loop = asyncio.new_event_loop()
         self.client: CompletionClient | None = None
+        if engine.flavour is not None and not engine.flavour.salted:
+            self.probed = True  # no salt to probe: the arm's own server is its namespace
         try:
             self.url, self.model_id = self._start()
             started = self._metrics()
@@ -280,8 +306,9 @@ class ServerSession(ServedSession):
         return [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
 
     def resets_device_cache(self) -> bool:
-        """Only a launched server's: a given endpoint's cache is not kvgate's to reset."""
-        return self.server is not None
+        """Only a launched vLLM server's: a given endpoint's cache is not kvgate's to reset, and the other
+        flavours' reset is not mapped (their offload arms then show no tier reads)."""
+        return self.server is not None and self.engine.flavour is None
 
     def counter_block(self) -> int:
         # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
@@ -344,6 +371,8 @@ class ServerSession(ServedSession):
             url = endpoint_for(engine.endpoints, setup.arm)
             assert url is not None  # refused before otherwise
             return url, _endpoint_model(url, label, min(MODELS_DEADLINE_S, engine.timeout_s))
+        if engine.flavour is not None:
+            return self._start_flavour(label)
         args = vllm_args.arm_args(engine.base_args, setup.treatment, engine.offload_gib, setup.kv_blocks)
         port = free_port()
         values = {
@@ -363,17 +392,49 @@ class ServerSession(ServedSession):
         url = f"http://{HOST}:{port}"
         return url, self.server.start(url, engine.ready_s)
 
+    def _start_flavour(self, label: str) -> tuple[str, str]:
+        """Launch the flavour's server: its command and the arm's flags (a config file, where the flavour
+        is configured by one, written beside the log)."""
+        engine, flavour = self.engine, self.engine.flavour
+        assert flavour is not None
+        launch = flavour.launch(self.setup.treatment)
+        flags = list(launch.flags)
+        if launch.config is not None:
+            config = self.run_dir / FOLDER / f"{self.stem}.yaml"
+            check_contained(self.run_dir, config)
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(launch.config, encoding="utf-8")
+            flags = [str(config) if f == CONFIG_PLACEHOLDER else f for f in flags]
+        port = free_port()
+        model = str(engine.model_path or "")
+        if engine.template:
+            values = {"model": model, "host": HOST, "port": str(port), "vllm": "", "python": sys.executable}
+            self.command = fill_template(engine.template, values, flags)
+        else:
+            self.command = [*flavour.command(model, HOST, port, sys.executable), *flags]
+        log = self.run_dir / FOLDER / f"{self.stem}.log"
+        check_contained(self.run_dir, log)
+        self.server = LaunchedServer(self.command, log, {**os.environ, **SERVER_ENVIRONMENT}, label)
+        url = f"http://{HOST}:{port}"
+        return url, self.server.start(url, engine.ready_s)
+
     async def _client(self) -> CompletionClient:
         died = self.server.died if self.server is not None else (lambda: None)
+        parse = self.engine.flavour.parse if self.engine.flavour is not None else parse_completion
         return CompletionClient(
             self.url, self.engine.timeout_s, self.engine.retries, self.engine.backoff_s,
-            self.setup.concurrency, died,
+            self.setup.concurrency, died, parse,
         )  # fmt: skip
 
     def _request(self, case: Case, salt: str, measured: bool, reverse: bool = False) -> Request:
         prompt = list(case.prompt_token_ids or ())
         if reverse:
             prompt.reverse()
+        flavour = self.engine.flavour
+        if flavour is not None:
+            tokens = case.max_new_tokens if measured else 1
+            path, asked = flavour.request(self.model_id, prompt, tokens, salt, measured, self.reuses)
+            return Request(case.case_id, asked, len(prompt), path)
         body: dict[str, Any] = {
             "model": self.model_id,
             "prompt": prompt,

@@ -4,7 +4,10 @@ Standard library only, so it starts in a blink as a launched server (`python stu
 --answers A.json {arm_flags}`) or runs in a thread (`start_stub`). It answers each prompt (token ids)
 with the answer the answers file holds for it (`answer_key`), one token per word, and emulates vLLM's
 prefix cache per cache_salt when started with `--enable-prefix-caching` (whole blocks of
-`--block-size`, the last prompt token always recomputed). Other `vllm serve` flags are ignored.
+`--block-size`, the last prompt token always recomputed). Other `vllm serve` flags are ignored. It also
+answers SGLang's native `/generate` and llama-server's `/completion` in their own shapes (started with
+`--flavour sglang`, its radix cache is on unless `--disable-radix-cache`; `--flavour llama-server`
+caches a prompt unless the request says `cache_prompt` false).
 
 Faults (seeded, per prompt):
 - fault_k, fault_share: when at least k requests are in flight, a planted share of them are answered
@@ -191,9 +194,11 @@ class Handler(BaseHTTPRequestHandler):
             print("reset_prefix_cache", flush=True)
             self._json(200, {"success": True})
             return
-        if self.path != "/v1/completions":
+        if self.path not in FLAVOUR_PATHS:
             self._send(404, b"not found")
             return
+        shape = FLAVOUR_PATHS[self.path]
+        body = _as_vllm_request(shape, body)
         state, o = self.state, self.state.options
         prompt = [int(t) for t in body["prompt"]]
         salt = str(body.get("cache_salt") or "")
@@ -218,7 +223,7 @@ class Handler(BaseHTTPRequestHandler):
             crowd = len(state.in_flight)
             if o.preempt_at and crowd >= o.preempt_at:
                 state.preemptions += 1
-            cached = state.cached(salt, prompt)
+            cached = state.cached(salt, prompt) if body.get("cache_prompt", True) else 0
         delay = o.latency_s + (o.slow_s if _hit(o.seed, "slow", key, o.slow_share) else 0.0)
         if delay:
             time.sleep(delay)
@@ -243,7 +248,8 @@ class Handler(BaseHTTPRequestHandler):
             del state.in_flight[number]
             state.answered_ids.append(request_id)
             state.last_answer = own
-            state.store(salt, prompt)
+            if body.get("cache_prompt", True):
+                state.store(salt, prompt)
             state.answered += 1
             dying = o.die_after and state.answered > o.die_after
             if dying and o.die_marker is not None:  # dies once: not again after a restart
@@ -263,6 +269,11 @@ class Handler(BaseHTTPRequestHandler):
             choice["token_ids"] = tokens
         if body.get("logprobs") is not None:
             choice["logprobs"] = {"token_logprobs": [-0.25] * len(tokens), "tokens": words}
+        if shape != "vllm":
+            self._json(
+                200, _flavour_answer(shape, prompt, words, tokens, cached, body.get("logprobs") is not None)
+            )
+            return
         usage = {
             "prompt_tokens": len(prompt),
             "completion_tokens": len(tokens),
@@ -322,6 +333,46 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+FLAVOUR_PATHS = {"/v1/completions": "vllm", "/generate": "sglang", "/completion": "llama-server"}
+"""Where each stack's requests arrive; /v1/completions answers in vLLM's (and TensorRT-LLM's) shape."""
+
+
+def _as_vllm_request(shape: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A flavour's request (SGLang's /generate, llama-server's /completion) read as the vLLM one the
+    stub serves; `cache_prompt` False (llama-server) keeps the prompt out of the prefix cache."""
+    if shape == "sglang":
+        params = body.get("sampling_params") or {}
+        wanted = 1 if body.get("return_logprob") else None
+        return {"prompt": body["input_ids"], "cache_salt": body.get("cache_salt"),
+                "max_tokens": params.get("max_new_tokens"), "logprobs": wanted}  # fmt: skip
+    if shape == "llama-server":
+        return {"prompt": body["prompt"], "max_tokens": body.get("n_predict"),
+                "cache_prompt": bool(body.get("cache_prompt", True)),
+                "logprobs": 1 if body.get("n_probs") else None}  # fmt: skip
+    return body
+
+
+def _flavour_answer(
+    shape: str, prompt: list[int], words: list[str], tokens: list[int], cached: int, logprobs: bool
+) -> dict[str, Any]:
+    """The answer in the stack's own shape: SGLang's native /generate (output_ids, meta_info) or
+    llama-server's /completion (tokens, tokens_evaluated, tokens_cached, stop_type), as their docs give."""
+    text = " ".join(words)
+    if shape == "sglang":
+        meta: dict[str, Any] = {"id": "stub", "finish_reason": {"type": "stop", "matched": None},
+                                "prompt_tokens": len(prompt), "completion_tokens": len(tokens),
+                                "cached_tokens": cached}  # fmt: skip
+        if logprobs:
+            meta["output_token_logprobs"] = [[-0.25, t, None] for t in tokens]
+        return {"text": text, "output_ids": tokens, "meta_info": meta}
+    answer: dict[str, Any] = {"content": text, "tokens": tokens, "stop": True, "stop_type": "eos",
+                              "tokens_evaluated": len(prompt), "tokens_cached": cached,
+                              "timings": {"cache_n": cached, "prompt_n": len(prompt) - cached}}  # fmt: skip
+    if logprobs:
+        answer["completion_probabilities"] = [{"id": t, "logprob": -0.25, "top_logprobs": []} for t in tokens]
+    return answer
+
+
 class _Listener(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
@@ -378,7 +429,13 @@ def main() -> None:
     parser.add_argument("--stale-after-abort", action="store_true")
     parser.add_argument("--leak-salt", action="store_true")
     parser.add_argument("--die-marker", type=Path, default=None)
+    parser.add_argument("--flavour", choices=("vllm", "sglang", "llama-server"), default="vllm")
+    parser.add_argument("--disable-radix-cache", action="store_true")
     args, _ = parser.parse_known_args()  # every other vllm serve flag is ignored
+    if args.flavour == "sglang":  # SGLang's radix cache is on unless disabled
+        args.prefix_caching = not args.disable_radix_cache
+    elif args.flavour == "llama-server":  # per request: cache_prompt
+        args.prefix_caching = True
     options = StubOptions(
         answers=json.loads(args.answers.read_text()), prefix_caching=args.prefix_caching,
         block_size=args.block_size, latency_s=args.latency_s, seed=args.seed, fault_k=args.fault_k,

@@ -1,0 +1,95 @@
+"""What the server engine needs of a serving stack other than vLLM (`Flavour`), and the arm's launch.
+
+A flavour turns an arm's treatment into its own launch flags (and, for a stack configured by file, the
+file's text), refuses in its own words what it cannot apply, and reads its own answer: the output
+token ids, the prompt length it saw, and the prompt tokens it served from its cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kvgate.engines.server.response import Completion, MalformedResponse
+from kvgate.treatments.spec import Offload, Quantize, Reuse, Treatment
+
+CONFIG_PLACEHOLDER = "{config}"
+"""A flag value the session replaces by the path of the arm's config file (`ArmLaunch.config`)."""
+
+
+@dataclass(frozen=True)
+class ArmLaunch:
+    """An arm's launch: its flags, and the text of a config file its flags name as {config}."""
+
+    flags: list[str] = field(default_factory=list)
+    config: str | None = None
+
+
+class Flavour(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def salted(self) -> bool:
+        """Whether requests carry a cache_salt the stack honours (else each arm's server is its namespace)."""
+        ...
+
+    def command(self, model: str, host: str, port: int, python: str) -> list[str]:
+        """The argv that serves `model` on host:port, before the arm's flags."""
+        ...
+
+    def launch(self, treatment: Treatment) -> ArmLaunch:
+        """The arm's flags (and config file)."""
+        ...
+
+    def refusal(self, treatment: Treatment) -> str | None:
+        """Why this stack cannot apply `treatment`, in one line; None when it can."""
+        ...
+
+    def request(
+        self, model_id: str, prompt: list[int], max_tokens: int, salt: str, measured: bool, reuse: bool
+    ) -> tuple[str, dict[str, Any]]:
+        """(path, JSON body) of a greedy request for `prompt`'s token ids."""
+        ...
+
+    def parse(self, body: Any, n_prompt: int) -> Completion:
+        """The answer as a Completion, or MalformedResponse naming what is missing."""
+        ...
+
+
+def quantize_part(treatment: Treatment) -> Quantize | None:
+    return next((p for p in treatment.parts() if isinstance(p, Quantize)), None)
+
+
+def kinds(treatment: Treatment) -> set[str]:
+    return {p.kind for p in treatment.parts()}
+
+
+def reuse_part(treatment: Treatment) -> Reuse | None:
+    return next((p for p in treatment.parts() if isinstance(p, Reuse)), None)
+
+
+def offload_part(treatment: Treatment) -> Offload | None:
+    return next((p for p in treatment.parts() if isinstance(p, Offload)), None)
+
+
+def token_ids(value: Any, where: str) -> tuple[int, ...]:
+    """A list of token ids in [0, 2^31), or MalformedResponse naming `where`."""
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 31 for v in value
+    ):
+        raise MalformedResponse(f"{where} is missing or not a list of token ids in [0, 2^31)")
+    return tuple(value)
+
+
+def count(value: Any, where: str, most: int) -> int:
+    """An integer in [0, most], or MalformedResponse naming `where`."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+        raise MalformedResponse(f"{where} is {value!r}, not a count in [0, {most}]")
+    return value
+
+
+def check_prompt(seen: Any, n_prompt: int, where: str) -> None:
+    """The stack's prompt length must be the prompt sent (a stack that re-tokenised it answered another)."""
+    if seen != n_prompt:
+        raise MalformedResponse(f"{where} is {seen!r} for a prompt of {n_prompt} token ids")

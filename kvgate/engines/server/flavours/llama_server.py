@@ -1,0 +1,113 @@
+"""llama.cpp's `llama-server` as a flavour of the server engine (run when it is on PATH).
+
+Flags per arm (tools/server/README.md): every arm `--parallel 1` (one slot: the slot's prompt cache is the
+arm's) and `--metrics`; quantize: `--cache-type-k` / `--cache-type-v` (the GGML types) with
+`--flash-attn on`, which llama.cpp needs for a quantised V cache. The model is a GGUF (`-m`).
+Prefix reuse is llama-server's slot prompt cache, asked per request: `cache_prompt` true for a reuse arm,
+false for every other (its default is true, which would serve a case from the previous one's prefix).
+Requests go to its native `/completion` with the token ids as `prompt`, `n_predict`, `temperature` 0
+(greedy) and `return_tokens`; the answer's `tokens` are the output ids, `tokens_evaluated` the prompt it
+read, `tokens_cached` the prompt tokens reused from the slot, `stop_type` eos or limit. It takes no
+cache_salt: each arm's own server is its namespace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvgate.engines.server.flavours.base import (
+    ArmLaunch,
+    check_prompt,
+    count,
+    kinds,
+    offload_part,
+    quantize_part,
+    reuse_part,
+    token_ids,
+)
+from kvgate.engines.server.response import Completion, MalformedResponse
+from kvgate.treatments.spec import GGML_KV_TYPES, Treatment
+
+STOP_REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
+"""llama-server's `stop_type` → the OpenAI finish reason the session reads."""
+
+
+@dataclass(frozen=True)
+class LlamaServer:
+    name: str = "llama-server"
+    salted: bool = False
+
+    def command(self, model: str, host: str, port: int, python: str) -> list[str]:
+        return ["llama-server", "-m", model, "--host", host, "--port", str(port)]
+
+    def launch(self, treatment: Treatment) -> ArmLaunch:
+        flags = ["--parallel", "1", "--metrics", "--seed", "0"]
+        quantize = quantize_part(treatment)
+        if quantize is not None:
+            flags += ["--cache-type-k", quantize.dtype, "--cache-type-v", quantize.value_dtype]
+            flags += ["--flash-attn", "on"]
+        return ArmLaunch(flags)
+
+    def refusal(self, treatment: Treatment) -> str | None:
+        if "eviction" in kinds(treatment):
+            return (
+                "llama-server shifts its context only when a request overflows it (--context-shift, n_keep), "
+                "not a share of every prompt: run the eviction with --engine llamacpp"
+            )
+        if offload_part(treatment) is not None:
+            return (
+                "llama-server saves a slot's KV only when asked (POST /slots/{id}?action=save, "
+                "--slot-save-path); not mapped here: run state offload with --engine llamacpp"
+            )
+        reuse, quantize = reuse_part(treatment), quantize_part(treatment)
+        if reuse is not None and reuse.mode == "span":
+            return "llama-server's slot cache reuses the common prefix (--cache-reuse: shifted chunks)"
+        if quantize is not None and quantize.dtype not in GGML_KV_TYPES:
+            return f"llama-server's --cache-type-k/-v take {', '.join(GGML_KV_TYPES)}; not {quantize.dtype}"
+        if any(p.engine_args for p in (*treatment.parts(), treatment)):
+            return "engine_args are vLLM's; the llama-server flavour sets its own flags"
+        return None
+
+    def request(
+        self, model_id: str, prompt: list[int], max_tokens: int, salt: str, measured: bool, reuse: bool
+    ) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "n_predict": max_tokens,
+            "temperature": 0.0,
+            "cache_prompt": reuse,
+            "return_tokens": True,
+        }
+        if measured:
+            body["n_probs"] = 1
+        return "/completion", body
+
+    def parse(self, body: Any, n_prompt: int) -> Completion:
+        if not isinstance(body, dict):
+            raise MalformedResponse(f"the answer is a {type(body).__name__}, not a JSON object")
+        tokens = token_ids(body.get("tokens"), "tokens")
+        text = body.get("content")
+        if not isinstance(text, str):
+            raise MalformedResponse("content is missing or not a string")
+        check_prompt(body.get("tokens_evaluated"), n_prompt, "tokens_evaluated")
+        cached = count(body.get("tokens_cached", 0), "tokens_cached", n_prompt)
+        stop = body.get("stop_type")
+        finish = STOP_REASONS.get(stop) if isinstance(stop, str) else None
+        logprobs = _logprobs(body.get("completion_probabilities"), tokens)
+        return Completion(tokens, text, finish, logprobs, n_prompt, cached)
+
+
+def _logprobs(value: Any, tokens: tuple[int, ...]) -> tuple[float, ...]:
+    """`completion_probabilities` gives {id, logprob, …} per output token (n_probs > 0)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) != len(tokens):
+        raise MalformedResponse("completion_probabilities does not give one entry per output token")
+    out = []
+    for entry, token in zip(value, tokens, strict=True):
+        logprob = entry.get("logprob") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or entry.get("id") != token or not isinstance(logprob, int | float):
+            raise MalformedResponse(f"completion_probabilities holds {entry!r} for token {token}")
+        out.append(float(logprob))
+    return tuple(out)

@@ -1,0 +1,138 @@
+"""SGLang (`python -m sglang.launch_server`) as a flavour of the server engine.
+
+Flags per arm (SGLang's server arguments, python/sglang/srt/server_args.py):
+- every arm: `--enable-cache-report` (cached prompt tokens reported per request) and `--random-seed 0`;
+- the control and every arm that may not reuse: `--disable-radix-cache` (SGLang's radix prefix cache is
+  on by default);
+- quantize: `--kv-cache-dtype fp8_e4m3 | fp8_e5m2 | nvfp4` (SGLang scales FP8 per layer: scale "tensor");
+- reuse, prefix: the radix cache left on;
+- offload, host, composed with prefix reuse: `--enable-hierarchical-cache` (HiCache: radix-cache blocks
+  kept in host memory and loaded back as hits).
+Requests go to SGLang's native `/generate` with `input_ids` (no re-tokenisation) and a `cache_salt`;
+its answer names `output_ids` and `meta_info.{prompt_tokens, cached_tokens, finish_reason,
+output_token_logprobs}` (SGLang's docs, native API). Not run here: SGLang is not installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvgate.engines.server.flavours.base import (
+    ArmLaunch,
+    check_prompt,
+    count,
+    kinds,
+    offload_part,
+    quantize_part,
+    reuse_part,
+    token_ids,
+)
+from kvgate.engines.server.response import Completion, MalformedResponse
+from kvgate.treatments.spec import Treatment
+
+KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "nvfp4", "fp4_mx_block16", "bf16", "bfloat16")
+"""SGLang's `--kv-cache-dtype` choices (server_args.py)."""
+MAPPED = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
+"""Treatment dtypes SGLang stores under the same name."""
+
+
+@dataclass(frozen=True)
+class SGLang:
+    name: str = "sglang"
+    salted: bool = True
+
+    def command(self, model: str, host: str, port: int, python: str) -> list[str]:
+        return [
+            python,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            model,
+            "--host",
+            host,
+            "--port",
+            str(port),
+        ]
+
+    def launch(self, treatment: Treatment) -> ArmLaunch:
+        flags = ["--enable-cache-report", "--random-seed", "0"]
+        if reuse_part(treatment) is None:
+            flags.append("--disable-radix-cache")
+        quantize = quantize_part(treatment)
+        if quantize is not None:
+            flags += ["--kv-cache-dtype", MAPPED[quantize.dtype]]
+        if offload_part(treatment) is not None:
+            flags.append("--enable-hierarchical-cache")
+        return ArmLaunch(flags)
+
+    def refusal(self, treatment: Treatment) -> str | None:
+        if "eviction" in kinds(treatment):
+            return (
+                "SGLang does not evict a request's prompt KV (its radix cache evicts whole finished prefixes)"
+            )
+        reuse, offload, quantize = reuse_part(treatment), offload_part(treatment), quantize_part(treatment)
+        if reuse is not None and reuse.mode == "span":
+            return "SGLang's radix cache reuses identical token prefixes only, not spans at other offsets"
+        if offload is not None and reuse is None:
+            return (
+                "SGLang's hierarchical cache (--enable-hierarchical-cache) keeps radix-cache blocks in host "
+                "memory and loads them back as prefix hits: compose offload with prefix reuse"
+            )
+        if offload is not None and offload.tier == "disk":
+            return (
+                "SGLang's hierarchical cache keeps its second tier in host memory; a disk tier is not mapped"
+            )
+        if quantize is not None and quantize.dtype not in MAPPED:
+            return f"SGLang's --kv-cache-dtype takes {', '.join(KV_CACHE_DTYPES)}; not {quantize.dtype}"
+        if quantize is not None and quantize.scale not in ("tensor", "block"):
+            return f"SGLang scales FP8 KV per layer (k_scale, v_scale), not per {quantize.scale}"
+        if any(p.engine_args for p in (*treatment.parts(), treatment)):
+            return "engine_args are vLLM's; the sglang flavour sets its own flags"
+        return None
+
+    def request(
+        self, model_id: str, prompt: list[int], max_tokens: int, salt: str, measured: bool, reuse: bool
+    ) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {
+            "input_ids": prompt,
+            "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0.0},
+            "cache_salt": salt,
+        }
+        if measured:
+            body["return_logprob"] = True
+        return "/generate", body
+
+    def parse(self, body: Any, n_prompt: int) -> Completion:
+        if not isinstance(body, dict) or not isinstance(body.get("meta_info"), dict):
+            raise MalformedResponse("the answer has no meta_info object")
+        meta = body["meta_info"]
+        tokens = token_ids(body.get("output_ids"), "output_ids")
+        text = body.get("text")
+        if not isinstance(text, str):
+            raise MalformedResponse("text is missing or not a string")
+        check_prompt(meta.get("prompt_tokens"), n_prompt, "meta_info.prompt_tokens")
+        cached = count(meta.get("cached_tokens", 0), "meta_info.cached_tokens", n_prompt)
+        finish = meta.get("finish_reason")
+        reason = finish.get("type") if isinstance(finish, dict) else finish
+        if reason is not None and not isinstance(reason, str):
+            raise MalformedResponse("meta_info.finish_reason is not a string or {type: string}")
+        return Completion(
+            tokens, text, reason, _logprobs(meta.get("output_token_logprobs"), tokens), n_prompt, cached
+        )
+
+
+def _logprobs(value: Any, tokens: tuple[int, ...]) -> tuple[float, ...]:
+    """SGLang lists [logprob, token id, text] per output token; each id must be the one answered."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) != len(tokens):
+        raise MalformedResponse("meta_info.output_token_logprobs does not give one entry per output token")
+    out = []
+    for entry, token in zip(value, tokens, strict=True):
+        if not (isinstance(entry, list) and len(entry) >= 2 and isinstance(entry[0], int | float)):
+            raise MalformedResponse(f"meta_info.output_token_logprobs holds {entry!r}")
+        if entry[1] != token:
+            raise MalformedResponse(f"meta_info.output_token_logprobs names token {entry[1]!r} for {token}")
+        out.append(float(entry[0]))
+    return tuple(out)
