@@ -66,5 +66,5 @@ def slices_df(run_dir: str | Path) -> pd.DataFrame:
 
     report = build_report(Path(run_dir))
     return pd.DataFrame(
-        [{k: v for k, v in s.items() if k != "labels"} for arm in report["arms"] for s in arm["slices"]]
+        [s.model_dump(mode="json", exclude={"labels"}) for arm in report.arms for s in arm.slices]
     )

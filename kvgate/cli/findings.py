@@ -15,18 +15,19 @@ the stress schedules' counts).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, EXIT_INCONCLUSIVE, EXIT_PASS
 
 if TYPE_CHECKING:
+    from kvgate.report.document.report import Report
     from kvgate.report.isolation import PassCounters
 
 
 def exit_code_with_findings(
-    run_dir: Path, report: dict[str, Any], quiet: bool, counters: PassCounters | None = None
+    run_dir: Path, report: Report, quiet: bool, counters: PassCounters | None = None
 ) -> int:
     """The exit code of `report` (the gate's) as the run's counters leave it; each finding is one line on
     stderr. The proofs of treatment are the report's own (`arms[].proof`, report.proof); `counters`:
@@ -38,11 +39,11 @@ def exit_code_with_findings(
     if not quiet:
         for line in server_summary(run_dir):
             click.echo(f"kvgate: load: {line}", err=True)
-    code = int(report["exit_code"])
+    code = int(report.exit_code)
     violations = isolation_violations(run_dir, counters)
     for violation in violations:
         click.echo(f"kvgate: error: isolation: {violation}", err=True)
-    unproven = missing_proofs({a["arm"]: a["proof"] for a in report["arms"] if a.get("proof")})
+    unproven = missing_proofs({a.arm: a.proof.model_dump() for a in report.arms if a.proof is not None})
     for line in unproven:
         click.echo(f"kvgate: error: proof: {line}", err=True)
     defects = lossless_defects(run_dir)

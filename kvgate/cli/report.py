@@ -7,9 +7,12 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from kvgate.report.document.report import Report
 
 FORMATS = ("table", "md", "html", "json", "junit")
 FILE_NAMES = {
@@ -38,7 +41,7 @@ def parse_formats(text: str, output: Path | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def emit(report: dict[str, Any], fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
+def emit(report: Report, fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
     """Render `report` as `fmt` to `output` (stdout when None); a table fits the terminal's width (when
     not a terminal: COLUMNS, else 120 columns, each line without trailing spaces). A closed stdout drops
     the rest of the report. With KVGATE_CHECK_REPORT=1 the report is first checked against its schema
@@ -191,15 +194,15 @@ def report(
     formats = parse_formats(fmt, output)
     policy_text = read_policy_text(policy) if policy is not None else None
     data, rows = verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)
-    if data["policy"]["changed_reason"] and formats != ["table"]:
-        click.echo(f"kvgate: policy changed after the run: {data['policy']['changed_reason']}", err=True)
+    if data.policy.changed_reason and formats != ["table"]:
+        click.echo(f"kvgate: policy changed after the run: {data.policy.changed_reason}", err=True)
     if compare is not None:
         from kvgate.report.compare import compare_reports
 
         baseline = build_report(
             compare, policy_text, policy_changed_reason if policy_text else None, policy_unsafe_reason
         )
-        data["compare"] = compare_reports(data, baseline, allow_different)
+        data = data.model_copy(update={"compare": compare_reports(data, baseline, allow_different)})
     if len(formats) == 1:
         emit(data, formats[0], output, junit_inconclusive)
     else:
@@ -216,6 +219,6 @@ def report(
         write_output(samples, samples_jsonl(manifest, read_cases(manifest), rows))
         click.echo(f"kvgate: wrote {samples} (one line per candidate and case)", err=True)
     code = exit_code_with_findings(run_dir, data, quiet=False, counters=rows.counters())
-    if fail_on_regression and data.get("compare", {}).get("regressions") and code != EXIT_ENGINE_ERROR:
+    if fail_on_regression and data.compare and data.compare.regressions and code != EXIT_ENGINE_ERROR:
         ctx.exit(EXIT_GATE_FAILED)
     ctx.exit(code)

@@ -14,6 +14,10 @@ from typing import Any
 import numpy as np
 
 from kvgate.errors import BadInput
+from kvgate.report.document.arm import Arm
+from kvgate.report.document.compare import Compare
+from kvgate.report.document.report import Report
+from kvgate.report.document.slice import Slice
 from kvgate.report.numbers import finite
 from kvgate.stats.tests import fisher_greater, holm
 
@@ -24,13 +28,12 @@ COMPARABLE = ("workload_sha256", "model", "engine")
 """Runs that differ in these are refused unless allowed."""
 
 
-def _run(report: dict[str, Any]) -> dict[str, Any]:
-    run = report["run"]
+def _run(report: Report) -> dict[str, Any]:
     return {
-        "run_id": run["run_id"],
-        "git_commit": run.get("git_commit"),
-        "decision": report["decision"],
-        "exit_code": report["exit_code"],
+        "run_id": report.run.run_id,
+        "git_commit": report.run.git_commit,
+        "decision": report.decision,
+        "exit_code": report.exit_code,
     }
 
 
@@ -46,15 +49,15 @@ def _change(current: str | None, baseline: str | None) -> str:
     return "regression" if SEVERITY[current] > SEVERITY[baseline] else "improvement"
 
 
-def compare_slice(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> dict[str, Any]:
+def compare_slice(cur: Slice | None, base: Slice | None) -> dict[str, Any]:
     some = cur or base
     assert some is not None
 
-    def get(s: dict[str, Any] | None, key: str) -> Any:
-        return None if s is None else s[key]
+    def get(s: Slice | None, key: str) -> Any:
+        return None if s is None else getattr(s, key)
 
     return {
-        "slice": some["slice"],
+        "slice": some.slice,
         "cache_induced_failures": get(cur, "cache_induced_failures"),
         "control_passes": get(cur, "control_passes"),
         "baseline_cache_induced_failures": get(base, "cache_induced_failures"),
@@ -68,19 +71,19 @@ def compare_slice(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> di
         "decision": get(cur, "decision"),
         "baseline_decision": get(base, "decision"),
         "change": _change(get(cur, "decision"), get(base, "decision")),
-        "gated": bool(cur is not None and cur.get("gated")),
+        "gated": bool(cur is not None and cur.gated),
         "rise_p": _rise_p(cur, base),
         "rise_p_holm": None,
     }
 
 
-def _rise_p(cur: dict[str, Any] | None, base: dict[str, Any] | None) -> float | None:
+def _rise_p(cur: Slice | None, base: Slice | None) -> float | None:
     """One-sided Fisher p that the current CFR exceeds the baseline's; None without both counts."""
-    if cur is None or base is None or not cur["control_passes"] or not base["control_passes"]:
+    if cur is None or base is None or not cur.control_passes or not base.control_passes:
         return None
     p = fisher_greater(
-        np.array([cur["cache_induced_failures"]]), np.array([cur["control_passes"]]),
-        np.array([base["cache_induced_failures"]]), np.array([base["control_passes"]]),
+        np.array([cur.cache_induced_failures]), np.array([cur.control_passes]),
+        np.array([base.cache_induced_failures]), np.array([base.control_passes]),
     )  # fmt: skip
     return finite(p[0])
 
@@ -94,44 +97,38 @@ def mark_rises(slices: list[dict[str, Any]], alpha: float) -> None:
             s["change"] = "regression"
 
 
-def compare_arm(
-    cur: dict[str, Any] | None, base: dict[str, Any] | None, alpha: float = 0.05
-) -> dict[str, Any]:
+def compare_arm(cur: Arm | None, base: Arm | None, alpha: float = 0.05) -> dict[str, Any]:
     some = cur or base
     assert some is not None
-    cur_slices = {s["slice"]: s for s in (cur or {}).get("slices", [])}
-    base_slices = {s["slice"]: s for s in (base or {}).get("slices", [])}
+    cur_slices = {s.slice: s for s in ([] if cur is None else cur.slices)}
+    base_slices = {s.slice: s for s in ([] if base is None else base.slices)}
     names = list(cur_slices) + [n for n in base_slices if n not in cur_slices]
     slices = [compare_slice(cur_slices.get(n), base_slices.get(n)) for n in names]
     mark_rises(slices, alpha)
     return {
-        "arm": some["arm"],
-        "kind": some["kind"],
-        "spec_changed": None if cur is None or base is None else cur["spec"] != base["spec"],
-        "decision": None if cur is None else cur["decision"],
-        "baseline_decision": None if base is None else base["decision"],
-        "change": _change(
-            None if cur is None else cur["decision"], None if base is None else base["decision"]
-        ),
+        "arm": some.arm,
+        "kind": some.kind,
+        "spec_changed": None if cur is None or base is None else cur.spec != base.spec,
+        "decision": None if cur is None else cur.decision,
+        "baseline_decision": None if base is None else base.decision,
+        "change": _change(None if cur is None else cur.decision, None if base is None else base.decision),
         "slices": slices,
     }
 
 
-def compare_reports(
-    current: dict[str, Any], baseline: dict[str, Any], allow_different: bool = False
-) -> dict[str, Any]:
+def compare_reports(current: Report, baseline: Report, allow_different: bool = False) -> Compare:
     """`current` against `baseline`: per arm (matched by name) and slice, deltas are current − baseline.
     BadInput when the runs differ in workload, model or engine and `allow_different` is False."""
-    differs = [k for k in RUN_KEYS if current["run"].get(k) != baseline["run"].get(k)]
+    differs = [k for k in RUN_KEYS if getattr(current.run, k) != getattr(baseline.run, k)]
     incomparable = [k.replace("_sha256", "") for k in COMPARABLE if k in differs]
     if incomparable and not allow_different:
         raise BadInput(
-            f"run {current['run']['run_id']} and baseline {baseline['run']['run_id']} differ in "
+            f"run {current.run.run_id} and baseline {baseline.run.run_id} differ in "
             f"{', '.join(incomparable)}: not comparable (pass --allow-different to compare anyway)"
         )
-    alpha = 1.0 - float(current["policy"]["confidence"])
-    cur_arms = {a["arm"]: a for a in current["arms"]}
-    base_arms = {a["arm"]: a for a in baseline["arms"]}
+    alpha = 1.0 - float(current.policy.confidence)
+    cur_arms = {a.arm: a for a in current.arms}
+    base_arms = {a.arm: a for a in baseline.arms}
     names = list(cur_arms) + [n for n in base_arms if n not in cur_arms]
     arms = [compare_arm(cur_arms.get(n), base_arms.get(n), alpha) for n in names]
     regressions = [
@@ -152,11 +149,13 @@ def compare_reports(
         for s in a["slices"]
         if s["change"] == "regression"
     ]
-    return {
-        "current": _run(current),
-        "baseline": _run(baseline),
-        "differs": [k.replace("_sha256", "") for k in differs],
-        "decision_change": _change(current["decision"], baseline["decision"]),
-        "regressions": regressions,
-        "arms": arms,
-    }
+    return Compare.model_validate(
+        {
+            "current": _run(current),
+            "baseline": _run(baseline),
+            "differs": [k.replace("_sha256", "") for k in differs],
+            "decision_change": _change(current.decision, baseline.decision),
+            "regressions": regressions,
+            "arms": arms,
+        }
+    )

@@ -5,13 +5,12 @@ Shown per arm: the `all` slice, and every slice whose counts or decision changed
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kvgate.report.document.compare import Compare, CompareArm, CompareSlice
 from kvgate.report.text import pct
 
 HEADERS = ("arm", "slice", "fail/pass", "CFR", "ΔCFR", "upper", "decision", "change")
@@ -36,61 +35,61 @@ def _arrow(before: str, after: str) -> str:
     return after if before == after else f"{before} → {after}"
 
 
-def shown_slices(arm: dict[str, Any]) -> list[dict[str, Any]]:
+def shown_slices(arm: CompareArm) -> list[CompareSlice]:
     return [
         s
-        for s in arm["slices"]
-        if s["slice"] == "all"
-        or s["change"] != "same"
-        or (s["cache_induced_failures"], s["control_passes"])
-        != (s["baseline_cache_induced_failures"], s["baseline_control_passes"])
+        for s in arm.slices
+        if s.slice == "all"
+        or s.change != "same"
+        or (s.cache_induced_failures, s.control_passes)
+        != (s.baseline_cache_induced_failures, s.baseline_control_passes)
     ]
 
 
-def arm_label(arm: dict[str, Any]) -> str:
-    return arm["arm"] + (" (spec changed)" if arm["spec_changed"] else "")
+def arm_label(arm: CompareArm) -> str:
+    return arm.arm + (" (spec changed)" if arm.spec_changed else "")
 
 
-def cells(s: dict[str, Any]) -> list[str]:
+def cells(s: CompareSlice) -> list[str]:
     """slice, fail/pass, CFR, ΔCFR, upper, decision, change: baseline → current where they differ."""
     return [
-        s["slice"],
+        s.slice,
         _arrow(
-            _counts(s["baseline_cache_induced_failures"], s["baseline_control_passes"]),
-            _counts(s["cache_induced_failures"], s["control_passes"]),
+            _counts(s.baseline_cache_induced_failures, s.baseline_control_passes),
+            _counts(s.cache_induced_failures, s.control_passes),
         ),
-        _arrow(pct(s["baseline_cfr"]), pct(s["cfr"])),
-        _signed(s["cfr_delta"]),
-        _arrow(pct(s["baseline_cfr_upper"]), pct(s["cfr_upper"])),
-        _arrow(s["baseline_decision"] or "—", s["decision"] or "—"),
-        s["change"],
+        _arrow(pct(s.baseline_cfr), pct(s.cfr)),
+        _signed(s.cfr_delta),
+        _arrow(pct(s.baseline_cfr_upper), pct(s.cfr_upper)),
+        _arrow(s.baseline_decision or "—", s.decision or "—"),
+        s.change,
     ]
 
 
-def rows(compare: dict[str, Any]) -> list[list[str]]:
-    return [[arm_label(arm), *cells(s)] for arm in compare["arms"] for s in shown_slices(arm)]
+def rows(compare: Compare) -> list[list[str]]:
+    return [[arm_label(arm), *cells(s)] for arm in compare.arms for s in shown_slices(arm)]
 
 
-def regression_lines(compare: dict[str, Any]) -> list[str]:
+def regression_lines(compare: Compare) -> list[str]:
     """One line per regression against the baseline (what nightly jobs read first)."""
     lines = []
-    for r in compare["regressions"]:
-        p = "" if r["rise_p_holm"] is None else f", Holm p {r['rise_p_holm']:.2g}"
+    for r in compare.regressions:
+        p = "" if r.rise_p_holm is None else f", Holm p {r.rise_p_holm:.2g}"
         lines.append(
-            f"REGRESSION {r['arm']} / {r['slice']}: CFR {pct(r['baseline_cfr'])} → {pct(r['cfr'])} "
-            f"({_signed(r['cfr_delta'])}{p}), {r['from'] or '—'} → {r['to'] or '—'}: {r['why']}"
+            f"REGRESSION {r.arm} / {r.slice}: CFR {pct(r.baseline_cfr)} → {pct(r.cfr)} "
+            f"({_signed(r.cfr_delta)}{p}), {r.from_ or '—'} → {r.to or '—'}: {r.why}"
         )
     return lines
 
 
-def headline(compare: dict[str, Any]) -> str:
-    cur, base = compare["current"], compare["baseline"]
+def headline(compare: Compare) -> str:
+    cur, base = compare.current, compare.baseline
     text = (
-        f"compared with run {base['run_id']}: gate {base['decision']} → {cur['decision']} "
-        f"({compare['decision_change']}); {len(compare['regressions'])} slice regressions"
+        f"compared with run {base.run_id}: gate {base.decision} → {cur.decision} "
+        f"({compare.decision_change}); {len(compare.regressions)} slice regressions"
     )
-    if compare["differs"]:
-        text += "; the runs differ in " + ", ".join(compare["differs"])
+    if compare.differs:
+        text += "; the runs differ in " + ", ".join(compare.differs)
     return text
 
 
@@ -116,12 +115,12 @@ def fitted(rows: list[list[str]], width: int) -> list[int]:
     return [i for i in TERMINAL_ORDER if i in chosen]
 
 
-def render_compare_terminal(compare: dict[str, Any], console: Console) -> None:
+def render_compare_terminal(compare: Compare, console: Console) -> None:
     console.print(Text(headline(compare), style="bold"))
-    for arm in compare["arms"]:
-        decision = _arrow(arm["baseline_decision"] or "—", arm["decision"] or "—")
+    for arm in compare.arms:
+        decision = _arrow(arm.baseline_decision or "—", arm.decision or "—")
         table = Table(
-            title=f"{arm_label(arm)}: {decision} ({arm['change']})",
+            title=f"{arm_label(arm)}: {decision} ({arm.change})",
             title_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
@@ -142,7 +141,7 @@ def render_compare_terminal(compare: dict[str, Any], console: Console) -> None:
             console.print(Text(f"  not shown at this width: {', '.join(left_out)}", style="dim"))
 
 
-def compare_markdown(compare: dict[str, Any]) -> list[str]:
+def compare_markdown(compare: Compare) -> list[str]:
     from kvgate.report.markdown import table
 
     lines = [f"### Comparison: {headline(compare)}", ""]

@@ -12,6 +12,9 @@ from typing import Any
 from kvgate import shipped
 from kvgate.errors import BadInput
 from kvgate.report import plots, text
+from kvgate.report.document.arm import Arm
+from kvgate.report.document.findings import Failure
+from kvgate.report.document.report import Report
 
 TEMPLATE = "report.html.j2"
 FOLDED = 500
@@ -38,15 +41,15 @@ def _template() -> Any:
     return env.get_template(TEMPLATE), Markup
 
 
-def _arm(arm: dict[str, Any], markup: Any) -> dict[str, Any]:
-    listed = arm.get("failures", [])[:FOLDED]
+def _arm(arm: Arm, markup: Any) -> dict[str, Any]:
+    listed = arm.failures[:FOLDED]
     shown = listed[: text.EXAMPLES]
     return {
-        "name": arm["arm"],
+        "name": arm.arm,
         "title": text.arm_title(arm),
-        "decision": arm["decision"],
-        "exit_code": arm["exit_code"],
-        "reason": arm["reason"],
+        "decision": arm.decision,
+        "exit_code": arm.exit_code,
+        "reason": arm.reason,
         "needs": text.holding_back(arm),
         "gains": text.gains_lines(arm),
         "failures_heading": text.examples_heading(arm, len(listed)) if shown else "",
@@ -55,13 +58,13 @@ def _arm(arm: dict[str, Any], markup: Any) -> dict[str, Any]:
             [v for _, v in text.example_fields(f, EXAMPLE_WIDTH)] for f in listed[len(shown) :]
         ],
         "plot": markup(plots.cfr_by_slice(arm)),
-        "open": len(arm["slices"]) <= OPEN_SLICES,
+        "open": len(arm.slices) <= OPEN_SLICES,
         "slices": [
             {
-                "name": s["slice"],
-                "marks": text.slice_marks(s, arm["lossless"]),
-                "cells": text.slice_cells(s, arm["lossless"])[1:-1],
-                "decision": s["decision"],
+                "name": s.slice,
+                "marks": text.slice_marks(s, arm.lossless),
+                "cells": text.slice_cells(s, arm.lossless)[1:-1],
+                "decision": s.decision,
             }
             for s in text.shown_slices(arm)
         ],
@@ -69,40 +72,40 @@ def _arm(arm: dict[str, Any], markup: Any) -> dict[str, Any]:
     }
 
 
-def render_html(report: dict[str, Any]) -> str:
+def render_html(report: Report) -> str:
     template, markup = _template()
-    changed = report["policy"]["changed_reason"]
+    changed = report.policy.changed_reason
     context_plot = plots.cfr_by_context(report)
     divergence_plot = plots.divergence(report)
     compare = None
-    if "compare" in report:
+    if report.compare is not None:
         from kvgate.report.compare_text import HEADERS, headline, regression_lines, rows
 
         compare = {
-            "headline": headline(report["compare"]),
+            "headline": headline(report.compare),
             "headers": HEADERS,
-            "rows": rows(report["compare"]),
+            "rows": rows(report.compare),
         }
-        regressions = regression_lines(report["compare"])
+        regressions = regression_lines(report.compare)
     else:
         regressions = []
     verdicts = []
-    for arm in report["arms"]:
+    for arm in report.arms:
         verdicts.append(
             {
-                "arm": arm["arm"],
-                "decision": arm["decision"],
-                "exit_code": arm["exit_code"],
+                "arm": arm.arm,
+                "decision": arm.decision,
+                "exit_code": arm.exit_code,
                 "cfr": text.cfr_summary(text.headline_slice(arm)),
-                "reason": arm["reason"],
+                "reason": arm.reason,
             }
         )
     return str(
         template.render(
-            title=f"kvgate {report['decision']} · run {report['run']['run_id']}",
+            title=f"kvgate {report.decision} · run {report.run.run_id}",
             report=report,
             verdicts=verdicts,
-            arms=[_arm(arm, markup) for arm in report["arms"]],
+            arms=[_arm(arm, markup) for arm in report.arms],
             example_labels=[label for label, _ in text.example_fields(_EMPTY, 1)],
             meta=[
                 text.run_line(report),
@@ -111,9 +114,9 @@ def render_html(report: dict[str, Any]) -> str:
                 text.noise_line(report),
             ],
             warnings=([f"policy changed after the run: {changed}"] if changed else [])
-            + [f"note: {n}" for n in report["notes"]],
+            + [f"note: {n}" for n in report.notes],
             errors=regressions
-            + [f"isolation error, {c['arm']}: {c['detail']}" for c in report["isolation"] if not c["ok"]],
+            + [f"isolation error, {c.arm}: {c.detail}" for c in report.isolation if not c.ok],
             context_plot=markup(context_plot) if context_plot else None,
             divergence_plot=markup(divergence_plot) if divergence_plot else None,
             slice_headers=text.SLICE_COLUMNS,
@@ -123,13 +126,14 @@ def render_html(report: dict[str, Any]) -> str:
     )
 
 
-_EMPTY: dict[str, Any] = {
-    "case_id": "",
-    "labels": {},
-    "expected": None,
-    "control_output": None,
-    "candidate_output": None,
-    "detail": None,
-    "fail_kind": None,
-    "first_divergence": None,
-}
+_EMPTY = Failure(
+    case_id="-",
+    labels={},
+    expected=None,
+    control_output=None,
+    candidate_output=None,
+    detail=None,
+    fail_kind=None,
+    first_divergence=None,
+)
+"""A failing example with nothing in it: its fields' labels head the examples table."""

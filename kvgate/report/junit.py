@@ -12,9 +12,12 @@ element's body.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any
 
 from kvgate.report import text
+from kvgate.report.document.arm import Arm
+from kvgate.report.document.compare import Compare
+from kvgate.report.document.report import Report
+from kvgate.report.document.slice import Slice
 from kvgate.report.text import pct
 
 ARM_CASE = "(arm decision)"
@@ -29,23 +32,23 @@ def _one_line(message: str) -> str:
     return line if len(line) <= MESSAGE_LIMIT else line[: MESSAGE_LIMIT - 1] + "…"
 
 
-def _counts(s: dict[str, Any]) -> str:
+def _counts(s: Slice) -> str:
     return (
-        f"CFR {s['cache_induced_failures']}/{s['control_passes']} = {pct(s['cfr'])}, "
-        f"upper {pct(s['cfr_upper'])}, τ {pct(s['tau'])}"
+        f"CFR {s.cache_induced_failures}/{s.control_passes} = {pct(s.cfr)}, "
+        f"upper {pct(s.cfr_upper)}, τ {pct(s.tau)}"
     )
 
 
-def _summary(s: dict[str, Any]) -> str:
-    return f"{s['role']} · {s['decision']}: {_counts(s)}"
+def _summary(s: Slice) -> str:
+    return f"{s.role} · {s.decision}: {_counts(s)}"
 
 
-def _details(s: dict[str, Any]) -> str:
-    adjusted = s["adjusted_p"] if s["role"] == "gate" else s["q_value"]
-    label = "adjusted p" if s["role"] == "gate" else "BH q"
-    flag = ", stands out" if s.get("flagged") else ""
+def _details(s: Slice) -> str:
+    adjusted = s.adjusted_p if s.role == "gate" else s.q_value
+    label = "adjusted p" if s.role == "gate" else "BH q"
+    flag = ", stands out" if s.flagged else ""
     return (
-        f"{s['role']}{flag} · {s['decision']}: {s['reason']}\n"
+        f"{s.role}{flag} · {s.decision}: {s.reason}\n"
         f"{label} {'—' if adjusted is None else f'{adjusted:.3g}'}; {_counts(s)}"
     )
 
@@ -76,45 +79,46 @@ def _case(
     return element or "pass"
 
 
-def _arm_message(arm: dict[str, Any]) -> str:
+def _arm_message(arm: Arm) -> str:
     lines = [text.verdict_line(arm)]
     lines += ["needs: " + line for line in text.holding_back(arm)]
     lines += text.gains_lines(arm)
-    if arm.get("failures"):
-        shown = arm["failures"][: text.EXAMPLES]
+    if arm.failures:
+        shown = arm.failures[: text.EXAMPLES]
         lines.append(text.examples_heading(arm, len(shown)) + ":")
         lines += ["  " + text.example_line(f) for f in shown]
     return "\n".join(lines)
 
 
-def render_junit(report: dict[str, Any], inconclusive: str = "failure") -> str:
-    root = ET.Element("testsuites", {"name": f"kvgate {report['run']['run_id']}"})
+def render_junit(report: Report, inconclusive: str = "failure") -> str:
+    root = ET.Element("testsuites", {"name": f"kvgate {report.run.run_id}"})
     totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
     counted = {"failure": "failures", "error": "errors", "skipped": "skipped"}
-    if "compare" in report:  # regressions against the baseline come first
-        _regressions(root, report["compare"], totals)
-    for arm in report["arms"]:
-        suite = ET.SubElement(root, "testsuite", {"name": arm["arm"]})
+    if report.compare is not None:  # regressions against the baseline come first
+        _regressions(root, report.compare, totals)
+    for arm in report.arms:
+        suite = ET.SubElement(root, "testsuite", {"name": arm.arm})
         props = ET.SubElement(suite, "properties")
-        for key, value in (
-            ("run_id", report["run"]["run_id"]),
-            ("kind", arm["kind"]),
-            ("decision", arm["decision"]),
-            ("exit_code", arm["exit_code"]),
-            ("policy_sha256", report["policy"]["sha256"]),
-        ):
-            ET.SubElement(props, "property", {"name": key, "value": str(value)})
-        classname = f"kvgate.{arm['arm']}"
-        element = _element(arm["decision"], True, inconclusive)
+        properties = {
+            "run_id": report.run.run_id,
+            "kind": arm.kind,
+            "decision": arm.decision,
+            "exit_code": str(arm.exit_code),
+            "policy_sha256": report.policy.sha256,
+        }
+        for key, prop in properties.items():
+            ET.SubElement(props, "property", {"name": key, "value": prop})
+        classname = f"kvgate.{arm.arm}"
+        element = _element(arm.decision, True, inconclusive)
         name, decision, _ = text.verdict_parts(arm)
         headline = f"{name}: {decision} · {text.cfr_summary(text.headline_slice(arm))}"
-        outcome = (headline, _arm_message(arm), arm["decision"])
+        outcome: tuple[str, str, str] = (headline, _arm_message(arm), arm.decision)
         outcomes = [_case(suite, classname, ARM_CASE, element, outcome)]
-        for s in arm["slices"]:
-            element = _element(s["decision"], s["gated"], inconclusive)
-            signal = not s["gated"] and element == "skipped"
-            outcome = (SIGNAL if signal else _summary(s), _details(s), "signal" if signal else s["decision"])
-            outcomes.append(_case(suite, classname, s["slice"], element, outcome))
+        for s in arm.slices:
+            element = _element(s.decision, s.gated, inconclusive)
+            signal = not s.gated and element == "skipped"
+            outcome = (SIGNAL if signal else _summary(s), _details(s), "signal" if signal else s.decision)
+            outcomes.append(_case(suite, classname, s.slice, element, outcome))
         counts = {"tests": len(outcomes)} | {key: outcomes.count(element) for element, key in counted.items()}
         for key, value in counts.items():
             suite.set(key, str(value))
@@ -125,17 +129,17 @@ def render_junit(report: dict[str, Any], inconclusive: str = "failure") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _regressions(root: ET.Element, compare: dict[str, Any], totals: dict[str, int]) -> None:
+def _regressions(root: ET.Element, compare: Compare, totals: dict[str, int]) -> None:
     """A suite of the comparison with the baseline: one failing case per regressed slice, else one
     passing case."""
     from kvgate.report.compare_text import regression_lines
 
-    suite = ET.SubElement(root, "testsuite", {"name": f"regressions vs {compare['baseline']['run_id']}"})
+    suite = ET.SubElement(root, "testsuite", {"name": f"regressions vs {compare.baseline.run_id}"})
     lines = regression_lines(compare)
     classname = "kvgate.regressions"
-    for r, line in zip(compare["regressions"], lines, strict=True):
+    for r, line in zip(compare.regressions, lines, strict=True):
         case = ET.SubElement(
-            suite, "testcase", {"classname": classname, "name": f"{r['arm']} / {r['slice']}", "time": "0"}
+            suite, "testcase", {"classname": classname, "name": f"{r.arm} / {r.slice}", "time": "0"}
         )
         ET.SubElement(case, "failure", {"message": _one_line(line), "type": "regression"}).text = line
     if not lines:

@@ -6,9 +6,10 @@ report of 60 slices each stays under GitHub's 65,536-character comment limit.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kvgate.report import text
+from kvgate.report.document.arm import Arm
+from kvgate.report.document.report import Report
+from kvgate.report.document.slice import Slice
 
 """Failing examples shown per arm (the JSON has all)."""
 EXAMPLE_WIDTH = 60
@@ -44,11 +45,11 @@ def table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[st
     return lines
 
 
-def verdicts(report: dict[str, Any]) -> list[str]:
+def verdicts(report: Report) -> list[str]:
     rows = []
-    for a in report["arms"]:
+    for a in report.arms:
         name, decision, rest = text.verdict_parts(a)
-        rows.append([code(name), f"{text.DECISION_MARK[a['decision']]} {decision}", rest])
+        rows.append([code(name), f"{text.DECISION_MARK[a.decision]} {decision}", rest])
     return table(["arm", "verdict", "CFR on `all` · reason"], rows, right=set())
 
 
@@ -56,38 +57,38 @@ SHORT_EXAMPLES = 3
 """Examples per arm once slice tables show only the notable slices (a report too big for one comment)."""
 
 
-def examples(arm: dict[str, Any], level: int = 0) -> list[str]:
-    if not arm.get("failures"):
+def examples(arm: Arm, level: int = 0) -> list[str]:
+    if not arm.failures:
         return []
     shape = LEVELS[level]
     notable_only = shape is None or shape[1]
-    shown = arm["failures"][: SHORT_EXAMPLES if notable_only else text.EXAMPLES]
+    shown = arm.failures[: SHORT_EXAMPLES if notable_only else text.EXAMPLES]
     headers = ["case", "prompt", "expected", "control", "candidate", "validator", "diverges at"]
     rows = [[v for _, v in text.example_fields(f, EXAMPLE_WIDTH)] for f in shown]
     return [f"**{text.examples_heading(arm, len(shown))}**", "", *table(headers, rows, right={6}), ""]
 
 
-def notable(s: dict[str, Any]) -> bool:
+def notable(s: Slice) -> bool:
     """A slice shown even in the shortest form: a gate, a failing slice or a signal that stands out."""
-    return s["gated"] or s["decision"] == "fail" or bool(s.get("flagged"))
+    return s.gated or s.decision == "fail" or s.flagged
 
 
-def slice_table(arm: dict[str, Any], level: int = 0) -> list[str]:
+def slice_table(arm: Arm, level: int = 0) -> list[str]:
     """The arm's slices folded in <details>, with the columns and slices of LEVELS[level]."""
     shape = LEVELS[level]
     if shape is None:
-        return [f"{len(arm['slices'])} slices: in --format json or html (too many for one comment)", ""]
+        return [f"{len(arm.slices)} slices: in --format json or html (too many for one comment)", ""]
     columns, notable_only = shape
     shown = text.shown_slices(arm)
     slices = [s for s in shown if not notable_only or notable(s)]
     rows = []
     terse = len(columns) <= 4
     for s in slices:
-        cells = text.slice_cells(s, arm["lossless"])
-        mark = text.DECISION_MARK[s["decision"]]
-        cells[-1] = mark if terse else f"{mark} {s['decision']}"
-        name = s["slice"] if terse else f"`{s['slice']}`"
-        cells[0] = f"{name} {text.slice_marks(s, arm['lossless'])}".rstrip()
+        cells = text.slice_cells(s, arm.lossless)
+        mark = text.DECISION_MARK[s.decision]
+        cells[-1] = mark if terse else f"{mark} {s.decision}"
+        name = s.slice if terse else f"`{s.slice}`"
+        cells[0] = f"{name} {text.slice_marks(s, arm.lossless)}".rstrip()
         rows.append([cells[i] for i in columns])
     left = len(shown) - len(slices)
     summary = f"{len(rows)} slices" + (
@@ -103,9 +104,9 @@ def slice_table(arm: dict[str, Any], level: int = 0) -> list[str]:
     ]
 
 
-def arm_section(arm: dict[str, Any], level: int = 0) -> list[str]:
-    mark = text.DECISION_MARK[arm["decision"]]
-    lines = [f"### {mark} {cell(text.arm_title(arm))}: {arm['decision'].upper()}", "", f"{arm['reason']}", ""]
+def arm_section(arm: Arm, level: int = 0) -> list[str]:
+    mark = text.DECISION_MARK[arm.decision]
+    lines = [f"### {mark} {cell(text.arm_title(arm))}: {arm.decision.upper()}", "", f"{arm.reason}", ""]
     lines += [f"- needs: {line}" for line in text.holding_back(arm)]
     lines += [f"- {line}" for line in text.gains_lines(arm)]
     lines.append("")
@@ -116,7 +117,7 @@ def arm_section(arm: dict[str, Any], level: int = 0) -> list[str]:
     return lines
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Report) -> str:
     """The report, its slice tables shortened only as far as needed to stay within BUDGET characters."""
     for level in range(len(LEVELS) - 1):
         out = _render(report, level)
@@ -125,27 +126,27 @@ def render_markdown(report: dict[str, Any]) -> str:
     return _render(report, len(LEVELS) - 1)
 
 
-def _render(report: dict[str, Any], level: int) -> str:
-    mark = text.DECISION_MARK[report["decision"]]
-    lines = [f"## {mark} kvgate: {report['decision'].upper()} (exit {report['exit_code']})", ""]
+def _render(report: Report, level: int) -> str:
+    mark = text.DECISION_MARK[report.decision]
+    lines = [f"## {mark} kvgate: {report.decision.upper()} (exit {report.exit_code})", ""]
     lines += verdicts(report)
-    if "compare" in report:
+    if report.compare is not None:
         from kvgate.report.compare_text import headline, regression_lines
 
-        lines += ["", f"**{headline(report['compare'])}**"]
-        lines += [f"- ❌ {line}" for line in regression_lines(report["compare"])]
+        lines += ["", f"**{headline(report.compare)}**"]
+        lines += [f"- ❌ {line}" for line in regression_lines(report.compare)]
     lines += ["", f"- {text.run_line(report)}", f"- {text.policy_line(report)}"]
-    if report["policy"]["changed_reason"]:
-        lines.append(f"- **policy changed after the run:** {report['policy']['changed_reason']}")
+    if report.policy.changed_reason:
+        lines.append(f"- **policy changed after the run:** {report.policy.changed_reason}")
     lines += [f"- {text.control_line(report)}", f"- {text.noise_line(report)}"]
-    lines += [f"- 🛑 isolation error, {c['arm']}: {c['detail']}" for c in report["isolation"] if not c["ok"]]
-    lines += [f"- note: {note}" for note in report["notes"]]
+    lines += [f"- 🛑 isolation error, {c.arm}: {c.detail}" for c in report.isolation if not c.ok]
+    lines += [f"- note: {note}" for note in report.notes]
     lines.append("")
-    for arm in report["arms"]:
+    for arm in report.arms:
         lines += arm_section(arm, level)
     lines += [f"<sub>{text.LEGEND}</sub>", ""]
-    if "compare" in report:
+    if report.compare is not None:
         from kvgate.report.compare_text import compare_markdown
 
-        lines += compare_markdown(report["compare"])
+        lines += compare_markdown(report.compare)
     return "\n".join(lines)

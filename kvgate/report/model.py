@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from kvgate import __version__
 from kvgate.errors import BadInput
@@ -25,11 +26,12 @@ from kvgate.gate.policy import Policy, parse_policy
 from kvgate.gate.policy_diff import TEXT_ONLY, changed_settings
 from kvgate.report.arm import ReportContext, arm_report
 from kvgate.report.context import context_group
-from kvgate.report.document.report import SCHEMA
+from kvgate.report.document.report import SCHEMA, Report
 from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
 from kvgate.report.numbers import ratio
 from kvgate.report.proof import treatment_proofs
 from kvgate.report.run_data import RunRows, read_cases
+from kvgate.report.schema import ReportShapeError, shape_errors
 from kvgate.report.sequential import schedule, sequential_arm_report
 from kvgate.report.slices import cluster_ids, slice_groups
 from kvgate.report.stress import stress_reports, with_boundaries
@@ -126,7 +128,7 @@ def build_report(
     policy_text: str | None = None,
     policy_changed_reason: str | None = None,
     policy_unsafe_reason: str | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """The report of the run in `run_dir`, gated on its declared policy (or a changed one, with a reason)."""
     return verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)[0]
 
@@ -136,7 +138,7 @@ def verified_report(
     policy_text: str | None = None,
     policy_changed_reason: str | None = None,
     policy_unsafe_reason: str | None = None,
-) -> tuple[dict[str, Any], RunRows]:
+) -> tuple[Report, RunRows]:
     """`build_report`, and the rows it was built from (their counters feed the isolation check)."""
     manifest = read_manifest(run_dir)
     from kvgate.rundir.integrity import verify_run
@@ -154,7 +156,7 @@ def report_of(
     policy_changed_reason: str | None = None,
     policy_unsafe_reason: str | None = None,
     evidence: bool = True,
-) -> dict[str, Any]:
+) -> Report:
     """The report from a manifest already read (and the run verified, or written by this process).
     `evidence`: read failing examples and gains (False: the decisions alone, as a sequential run's looks
     need them)."""
@@ -171,7 +173,7 @@ def report_and_rows(
     policy_unsafe_reason: str | None = None,
     evidence: bool = True,
     check: PartCheck | None = None,
-) -> tuple[dict[str, Any], RunRows]:
+) -> tuple[Report, RunRows]:
     """`report_of`, and the rows it read (each part checked by `check` as it is read, when given)."""
     policy, changed, unsafe_reason = resolve_policy(
         manifest, policy_text, policy_changed_reason, policy_unsafe_reason
@@ -235,7 +237,16 @@ def report_and_rows(
         "decision": overall,
         "exit_code": EXIT_CODES[overall],
     }
-    return report, rows
+    return typed(report), rows
+
+
+def typed(report: dict[str, Any]) -> Report:
+    """The report built as JSON-shaped values, read into its model (report.document): a value the model
+    refuses is kvgate's bug, an internal error naming where (report.schema.ReportShapeError)."""
+    try:
+        return Report.model_validate(report)
+    except ValidationError as exc:
+        raise ReportShapeError("the report does not fit its schema: " + shape_errors(exc)) from None
 
 
 def cluster_notes(n_cases: int, clusters: np.ndarray, name: str) -> list[str]:

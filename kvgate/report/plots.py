@@ -14,6 +14,9 @@ from typing import Any
 
 from kvgate.errors import BadInput
 from kvgate.paths import cache_dir
+from kvgate.report.document.arm import Arm
+from kvgate.report.document.report import Report
+from kvgate.report.document.slice import Slice
 from kvgate.report.text import shown_slices
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "error": "#8e24aa"}
@@ -58,13 +61,13 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg") :].strip()
 
 
-def x_limit(slices: list[dict[str, Any]]) -> float:
+def x_limit(slices: list[Slice]) -> float:
     """The right edge of a CFR axis: past the largest bound and τ, with room for a dot at 100%."""
-    top = max([0.05] + [s["cfr_upper"] or 0.0 for s in slices] + [s["tau"] for s in slices])
+    top = max([0.05] + [s.cfr_upper or 0.0 for s in slices] + [s.tau for s in slices])
     return min(1.06, top * 1.1)
 
 
-def cfr_by_slice(arm: dict[str, Any]) -> str:
+def cfr_by_slice(arm: Arm) -> str:
     """Per slice: CFR (dot) to its one-sided upper bound (bar), τ (tick), coloured by decision."""
     matplotlib = _matplotlib()
     slices = shown_slices(arm)  # as the table below it
@@ -72,21 +75,21 @@ def cfr_by_slice(arm: dict[str, Any]) -> str:
         fig = _figure(7.5, 0.8 + 0.28 * len(slices))
         ax = fig.add_subplot()
         for y, s in enumerate(slices):
-            colour = COLOURS.get(s["decision"], "#555555")
-            ax.plot([s["tau"]] * 2, [y - 0.35, y + 0.35], color="#222222", linewidth=1.5)
-            if s["cfr"] is None:
+            colour = COLOURS.get(s.decision, "#555555")
+            ax.plot([s.tau] * 2, [y - 0.35, y + 0.35], color="#222222", linewidth=1.5)
+            if s.cfr is None:
                 ax.text(0, y, " n = 0: no evidence", va="center", fontsize=8, color="#555555")
                 continue
             ax.plot(
-                [s["cfr"], s["cfr_upper"]],
+                [s.cfr, s.cfr_upper],
                 [y, y],
                 color=colour,
                 linewidth=4,
                 alpha=0.45,
                 solid_capstyle="butt",
             )
-            ax.plot([s["cfr"]], [y], "o", color=colour, markersize=5, clip_on=False)
-        ax.set_yticks(range(len(slices)), [s["slice"] for s in slices])
+            ax.plot([s.cfr], [y], "o", color=colour, markersize=5, clip_on=False)
+        ax.set_yticks(range(len(slices)), [s.slice for s in slices])
         ax.invert_yaxis()
         ax.set_xlim(0, x_limit(slices))
         ax.xaxis.set_major_formatter(_percent())
@@ -95,17 +98,15 @@ def cfr_by_slice(arm: dict[str, Any]) -> str:
         return _svg(fig)
 
 
-def cfr_by_context(report: dict[str, Any]) -> str | None:
+def cfr_by_context(report: Report) -> str | None:
     """CFR against median prompt length per context bucket: one panel per arm (shared axes), each a line
     with a band to the upper bound, so arms never overlap."""
     matplotlib = _matplotlib()
-    plotted = [
-        a for a in report["arms"] if any(p["cfr"] is not None and p["prompt_tokens"] for p in a["by_context"])
-    ]
+    plotted = [a for a in report.arms if any(p.cfr is not None and p.prompt_tokens for p in a.by_context)]
     if not plotted:
         return None
     arms = plotted[:MAX_CONTEXT_PANELS]  # the layout's cost grows faster than its panels
-    ticks = {p["prompt_tokens"]: p["bucket"] for a in arms for p in a["by_context"] if p["prompt_tokens"]}
+    ticks = {p.prompt_tokens: p.bucket for a in arms for p in a.by_context if p.prompt_tokens}
     columns = min(3, len(arms))
     rows = -(-len(arms) // columns)
     with matplotlib.rc_context(RC):
@@ -113,17 +114,17 @@ def cfr_by_context(report: dict[str, Any]) -> str | None:
         axes = fig.subplots(rows, columns, squeeze=False, sharex=True, sharey=True).ravel()
         top = 0.05
         for i, (ax, arm) in enumerate(zip(axes, arms, strict=False)):
-            points = [p for p in arm["by_context"] if p["cfr"] is not None and p["prompt_tokens"]]
-            x = [p["prompt_tokens"] for p in points]
+            points = [p for p in arm.by_context if p.cfr is not None and p.prompt_tokens]
+            x = [p.prompt_tokens for p in points]
             colour = SERIES[i % len(SERIES)]
-            ax.plot(x, [p["cfr"] for p in points], "o-", color=colour, clip_on=False)
+            ax.plot(x, [p.cfr for p in points], "o-", color=colour, clip_on=False)
             ax.fill_between(
-                x, [p["cfr"] for p in points], [p["cfr_upper"] for p in points], color=colour, alpha=0.15
+                x, [p.cfr for p in points], [p.cfr_upper for p in points], color=colour, alpha=0.15
             )
-            ax.axhline(report["policy"]["tau"], color="#222222", linestyle="--", linewidth=1)
-            ax.set_title(arm["arm"], fontsize=9, loc="left")
+            ax.axhline(report.policy.tau, color="#222222", linestyle="--", linewidth=1)
+            ax.set_title(arm.arm, fontsize=9, loc="left")
             ax.grid(alpha=0.3)
-            top = max(top, report["policy"]["tau"], *(p["cfr_upper"] or 0.0 for p in points))
+            top = max(top, report.policy.tau, *(p.cfr_upper or 0.0 for p in points))
         for ax in axes[len(arms) :]:
             ax.set_visible(False)
         first = axes[0]
@@ -141,26 +142,26 @@ def cfr_by_context(report: dict[str, Any]) -> str | None:
         return _svg(fig)
 
 
-def divergence(report: dict[str, Any]) -> str | None:
+def divergence(report: Report) -> str | None:
     """Histograms of the first output token where each arm leaves the control, by candidate verdict."""
     matplotlib = _matplotlib()
     from matplotlib.ticker import MaxNLocator
 
-    arms = [a for a in report["arms"] if a["divergence"]["diverged"]]
+    arms = [a for a in report.arms if a.divergence.diverged]
     if not arms:
         return None
     with matplotlib.rc_context(RC):
         fig = _figure(7.5, 0.6 + 1.5 * len(arms))
         axes = fig.subplots(len(arms), 1, squeeze=False)[:, 0]
         for ax, arm in zip(axes, arms, strict=True):
-            d = arm["divergence"]
-            edges = d["bin_edges"]
+            d = arm.divergence
+            edges = d.bin_edges
             left, widths = edges[:-1], [b - a for a, b in pairwise(edges)]
             single = all(w == 1 for w in widths)  # one bar per token index, centred on it
             where, bar_widths, align = (left, 0.8, "center") if single else (left, widths, "edge")
             ax.bar(
                 where,
-                d["failed"],
+                d.failed,
                 width=bar_widths,
                 align=align,
                 color=COLOURS["fail"],
@@ -168,20 +169,18 @@ def divergence(report: dict[str, Any]) -> str | None:
             )
             ax.bar(
                 where,
-                d["passed"],
+                d.passed,
                 width=bar_widths,
                 align=align,
-                bottom=d["failed"],
+                bottom=d.failed,
                 color="#90a4ae",
                 label="still passed",
             )
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # token indices: never fractional ticks
-            counts = [f + p for f, p in zip(d["failed"], d["passed"], strict=True)]
+            counts = [f + p for f, p in zip(d.failed, d.passed, strict=True)]
             at = [edges[i] for i, c in enumerate(counts) if c]
             only = f", all at token {at[0]}" if len(at) == 1 and single else ""
-            ax.set_title(
-                f"{arm['arm']}: {d['diverged']}/{d['n_pairs']} outputs diverge{only}", fontsize=9, loc="left"
-            )
+            ax.set_title(f"{arm.arm}: {d.diverged}/{d.n_pairs} outputs diverge{only}", fontsize=9, loc="left")
             if single and len(left) < 3:  # room on both sides, so one bar is not the whole axis
                 ax.set_xlim(-1.5, len(left) + 0.5)
             ax.set_ylabel("pairs")

@@ -58,7 +58,7 @@ def run_summary(run_dir: Path) -> dict[str, Any]:
         }
         check = verify_run(run_dir, manifest, parts=False)  # each part checked as it is read
         report, _ = report_and_rows(run_dir, manifest, evidence=False, check=check)
-        row |= {"decision": report["decision"], "exit_code": report["exit_code"]}
+        row |= {"decision": report.decision, "exit_code": report.exit_code}
     except (KvgateError, OSError, KeyError, TypeError) as exc:
         row |= {"decision": UNREADABLE, "note": str(exc) or type(exc).__name__}
     return row

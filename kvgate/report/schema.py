@@ -13,11 +13,15 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
+from pydantic import ValidationError
 
 from kvgate import shipped
+
+if TYPE_CHECKING:
+    from kvgate.report.document.report import Report
 
 SCHEMA_FILE = "report.schema.json"
 CHECK_ENV = "KVGATE_CHECK_REPORT"
@@ -107,9 +111,15 @@ def checking() -> bool:
     return os.environ.get(CHECK_ENV, "") == "1"
 
 
-def check_report(report: dict[str, Any]) -> None:
+def shape_errors(error: ValidationError, limit: int = 5) -> str:
+    """Where the report's model refused it, as `path: message` joined by "; " (report.model.typed)."""
+    lines = [f"{'/'.join(map(str, e['loc'])) or '(top level)'}: {e['msg'][:200]}" for e in error.errors()]
+    return "; ".join(lines[:limit])
+
+
+def check_report(report: Report) -> None:
     """ReportShapeError naming the first fields where the report's JSON breaks the schema. The report is
-    checked as JSON text would be read back (tuples become lists), not as the objects that built it."""
+    checked as JSON text would be read back, not as the objects that built it (the model checked those)."""
     from kvgate.report.renderers import render_json
 
     errors = report_errors(json.loads(render_json(report)))

@@ -8,7 +8,6 @@ minimum detectable CFR and the control passes a PASS would need, and the decisio
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 from kvgate.gate import procedure as proc
 from kvgate.gate.decision import FAIL, NAMES
 from kvgate.gate.policy import Policy
+from kvgate.report.document.slice import needed_clusters
 from kvgate.report.numbers import finite, ratio
 from kvgate.report.slices import CRITICAL, SliceGroup, is_gated
 from kvgate.stats.clusters import clusters_per_slice, multi_case_clusters
@@ -110,13 +110,14 @@ def _pct(value: float | None) -> str:
 
 
 def clusters_needed(row: dict[str, Any]) -> int | None:
-    """Distinct clusters a PASS would need at the slice's CFR when its clusters bind (design effect above
-    1.5 at the ICC it was tested at: more cases of the same clusters add little); None otherwise."""
-    needed, deff = row.get("passes_needed"), row.get("design_effect", 1.0)
-    if not needed or needed <= 0 or row.get("icc_upper") is None or deff <= 1.5:
-        return None
-    per_cluster = row["control_passes"] / max(row["clusters"], 1)
-    return math.ceil(needed / max(per_cluster, 1.0))
+    """Distinct clusters a PASS would need at the slice row's CFR (report.document.slice.clusters_needed)."""
+    return needed_clusters(
+        row.get("passes_needed"),
+        row.get("design_effect", 1.0),
+        row.get("icc_upper"),
+        row["control_passes"],
+        row["clusters"],
+    )
 
 
 def leaning_reason(row: dict[str, Any]) -> str:

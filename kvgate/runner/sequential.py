@@ -12,9 +12,8 @@ stops at the same looks.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kvgate.gate.sequential import look_ends
+from kvgate.report.document.report import Report
 from kvgate.report.model import report_of
 from kvgate.report.run_data import read_cases
 from kvgate.report.sequential import run_order
@@ -26,14 +25,13 @@ from kvgate.runner.passes import ArmRun
 from kvgate.runner.run import run_pass, run_reruns
 
 
-def open_arms(report: dict[str, Any], look: int) -> set[str]:
+def open_arms(report: Report, look: int) -> set[str]:
     """Candidates whose verdict is not final by `look` (1-based) in a report of the run so far."""
     still = set()
-    for arm in report["arms"]:
-        stop = arm.get("sequential") or {}
-        final = arm["decision"] in ("pass", "fail", "error") and stop.get("look", look + 1) <= look
-        if not final:
-            still.add(arm["arm"])
+    for arm in report.arms:
+        stopped_at = look + 1 if arm.sequential is None else arm.sequential.look
+        if not (arm.decision in ("pass", "fail", "error") and stopped_at <= look):
+            still.add(arm.arm)
     return still
 
 

@@ -67,8 +67,8 @@ def test_synthetic_run_is_a_run_the_report_reads(tmp_path: Path) -> None:
     run_dir = workloads.synthetic_run(tmp_path, n_cases=40, rows_per_part=16)
     assert len(list(run_dir.glob("results/full/part-*.parquet"))) == 6  # two replicates × 3 parts
     report = build_report(run_dir)
-    assert report["control"]["n"] == 40
-    assert report["run"]["n_cases"] == 40
+    assert report.control.n == 40
+    assert report.run.n_cases == 40
 
 
 def test_kvgate_control_pass_through_the_runner(tmp_path: Path) -> None:

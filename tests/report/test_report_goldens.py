@@ -23,6 +23,7 @@ from helpers.report_schema import report_json
 from rich.console import Console
 
 from kvgate.cli import cli
+from kvgate.report.document.report import Report
 from kvgate.report.renderers import render
 from kvgate.report.terminal import render_terminal
 
@@ -54,13 +55,34 @@ def normalised(report: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def report_of(run: Path, *args: str) -> dict[str, Any]:
+def placeheld(data: dict[str, Any]) -> Report:
+    """The normalised report as a model: read with values its run id and hash patterns take, then the
+    placeholders put back (a copy with changed fields is not checked again)."""
+    stand_in = {"run_id": "20000101T000000.000Z-000000000000", "workload_sha256": "0" * 64}
+    run = data["run"] | stand_in
+    compare = data.get("compare")
+    runs = (
+        {}
+        if compare is None
+        else {k: compare[k] | {"run_id": stand_in["run_id"]} for k in ("current", "baseline")}
+    )
+    report = Report.model_validate(data | {"run": run} | ({"compare": compare | runs} if compare else {}))
+    held = {"run": report.run.model_copy(update={k: data["run"][k] for k in stand_in})}
+    if report.compare is not None:
+        ids = {
+            k: getattr(report.compare, k).model_copy(update={"run_id": compare[k]["run_id"]}) for k in runs
+        }
+        held["compare"] = report.compare.model_copy(update=ids)
+    return report.model_copy(update=held)
+
+
+def report_of(run: Path, *args: str) -> Report:
     result = CliRunner().invoke(cli, ["report", str(run), "--format", "json", *args])
     assert result.exit_code in (0, 1, 3, 4), result.output
-    return normalised(report_json(result.stdout))
+    return placeheld(normalised(report_json(result.stdout)))
 
 
-def terminal(report: dict[str, Any]) -> str:
+def terminal(report: Report) -> str:
     buf = io.StringIO()
     render_terminal(report, Console(file=buf, width=120, color_system=None, legacy_windows=False))
     return buf.getvalue()
@@ -82,30 +104,30 @@ def check(name: str, text: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def report(fixed_run: Path) -> dict[str, Any]:
+def report(fixed_run: Path) -> Report:
     return report_of(fixed_run)
 
 
-def test_terminal_golden(report: dict[str, Any]) -> None:
+def test_terminal_golden(report: Report) -> None:
     check("fixed.table.txt", terminal(report))
 
 
-def test_markdown_golden(report: dict[str, Any]) -> None:
+def test_markdown_golden(report: Report) -> None:
     check("fixed.md", render(report, "md"))
 
 
-def test_junit_golden(report: dict[str, Any]) -> None:
+def test_junit_golden(report: Report) -> None:
     check("fixed.junit.xml", render(report, "junit"))
 
 
-def test_json_golden(report: dict[str, Any]) -> None:
+def test_json_golden(report: Report) -> None:
     check("fixed.json", render(report, "json"))
 
 
-def test_html_golden_and_its_plots(report: dict[str, Any]) -> None:
+def test_html_golden_and_its_plots(report: Report) -> None:
     html = render(report, "html")
     svgs = re.findall(r"<svg\b.*?</svg>", html, flags=re.DOTALL)
-    assert len(svgs) == 2 + len(report["arms"])  # CFR by context, divergence, one CFR-per-slice plot per arm
+    assert len(svgs) == 2 + len(report.arms)  # CFR by context, divergence, one CFR-per-slice plot per arm
     assert all("<path" in svg for svg in svgs)
     assert "http://" not in strip_svg(html) and "https://" not in strip_svg(html)  # self-contained
     check("fixed.html", strip_svg(html))

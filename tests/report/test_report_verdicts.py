@@ -19,6 +19,9 @@ from rich.console import Console
 from kvgate.cli import cli
 from kvgate.gate.decision import EXIT_CODES, combine
 from kvgate.report import text
+from kvgate.report.document.arm import Arm
+from kvgate.report.document.findings import Failure
+from kvgate.report.document.gains import Gains
 from kvgate.report.evidence import prompt_snippet
 from kvgate.report.markdown import LIMIT
 from kvgate.report.renderers import render
@@ -112,9 +115,13 @@ def test_every_format_shows_as_many_examples_and_the_html_folds_the_rest(report:
 
 
 def test_a_failure_names_its_records_own_id_and_prompt() -> None:
-    f = {"case_id": "34240f5ede717f03", "source_id": "req-17", "labels": {"task": "support"}}
+    f = Failure.model_validate(
+        dict.fromkeys(("expected", "control_output", "candidate_output", "detail", "fail_kind"))
+        | {"case_id": "34240f5ede717f03", "source_id": "req-17", "labels": {"task": "support"}}
+        | {"first_divergence": None}
+    )
     assert text.case_name(f) == "req-17 [case 34240f5ede717f03] (task=support)"
-    assert text.case_name(f | {"source_id": None}) == "34240f5ede717f03 (task=support)"
+    assert text.case_name(f.model_copy(update={"source_id": None})) == "34240f5ede717f03 (task=support)"
     chat = [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "What  is\nthe code " + "x" * 90},
@@ -206,7 +213,7 @@ def test_model_output_is_escaped_in_html_and_markdown(report: dict[str, Any]) ->
 
 def test_kv_bytes_per_token_against_the_control() -> None:
     from kvgate.report.evidence import kv_bytes
-    from kvgate.report.text import gains_lines
+    from kvgate.report.text import gains_text
 
     fp8 = {"kind": "quantize", "dtype": "fp8_e4m3"}
     both = {"kind": "composite", "of": [{"kind": "eviction"}, fp8]}
@@ -223,16 +230,21 @@ def test_kv_bytes_per_token_against_the_control() -> None:
     assert kv_bytes(1.0, fp8, "bfloat16", counted) == {"share": 0.25, "source": "engine", "bits": None,
                                                        "control_bits": None}  # fmt: skip
     timing = {"n": 1, "control": {"median": 0.1, "p95": 0.1}, "candidate": {"median": 0.1, "p95": 0.1}}
-    arm = {"gains": {"n_pairs": 4, "kv_kept": 0.5, "kv_bytes": kv_bytes(0.5, both, "float32"),
-                     "ttft_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}},
-                     "latency_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}}}}  # fmt: skip
-    assert "KV bytes per token 12.5% (8-bit entries, control 32; from the spec)" in gains_lines(arm)[0]
-    arm["gains"]["measured_kv_bytes"] = {
+    gains = {"n_pairs": 4, "kv_kept": 0.5, "kv_bytes": kv_bytes(0.5, both, "float32"),
+             "ttft_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}},
+             "latency_s": timing | {"ratio": {"median": 1.0, "p95": 1.0}},
+             "kv_kept_median": 0.5, "kv_pairs": 4, "measured_kv_bytes": None}  # fmt: skip
+    line = gains_text(Gains.model_validate(gains))[0]
+    assert "KV bytes per token 12.5% (8-bit entries, control 32; from the spec)" in line
+    gains["measured_kv_bytes"] = {
         "share": 0.5,
         "bytes_per_entry": 11520.0,
         "control_bytes_per_entry": 23040.0,
+        "pairs": 4,
+        "bytes": 46080,
+        "control_bytes": 92160,
     }
-    line = gains_lines(arm)[0]
+    line = gains_text(Gains.model_validate(gains))[0]
     assert "KV bytes 50.0% (engine-counted)" in line
 
 
@@ -256,7 +268,8 @@ def test_a_single_valued_column_is_not_repeated_in_the_tables(report: dict[str, 
     for shown in (terminal(single, 200), render(single, "md"), render(single, "html")):
         assert "turns=1" not in shown.replace("not in the table: turns=1", "")
         assert "not in the table: turns=1 and the slices nested with them" in shown
-    assert text.single_valued(arm) == ["turns=1"] and text.single_valued(report["arms"][0]) == []
+    assert text.single_valued(Arm.model_validate(arm)) == ["turns=1"]
+    assert text.single_valued(Arm.model_validate(report["arms"][0])) == []
 
 
 def test_html_tables_scroll_inside_themselves_on_a_narrow_screen(report: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import StrictBool
@@ -17,6 +18,21 @@ from kvgate.report.document.base import (
     SliceName,
     Text,
 )
+
+
+def needed_clusters(
+    passes_needed: int | None,
+    design_effect: float,
+    icc_upper: float | None,
+    control_passes: int,
+    clusters: int,
+) -> int | None:
+    """Distinct clusters a PASS would need at the slice's CFR when its clusters bind (design effect above
+    1.5 at the ICC it was tested at: more cases of the same clusters add little); None otherwise."""
+    if not passes_needed or passes_needed <= 0 or icc_upper is None or design_effect <= 1.5:
+        return None
+    per_cluster = control_passes / max(clusters, 1)
+    return math.ceil(passes_needed / max(per_cluster, 1.0))
 
 
 class AATable(Shape):
@@ -73,3 +89,9 @@ class Slice(Shape):
     aa_cfr: Rate | None
     reproducible_failures: Count | None
     flaky_failures: Count | None
+
+    def clusters_needed(self) -> int | None:
+        """Distinct clusters a PASS would need at this CFR when its clusters bind (`needed_clusters`)."""
+        return needed_clusters(
+            self.passes_needed, self.design_effect, self.icc_upper, self.control_passes, self.clusters
+        )
