@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = [c for c in children + before if c.returncode not in (0, 1, 3, 4)]
         if bad:
             raise SystemExit(f"kvgate report failed ({bad[0].returncode}): {common.last_line(bad[0].stderr)}")
-        from kvgate.report.model import build_report
+        from kvgate.report.analysis.build import build_report
 
         _, profile, _ = common.profile_call_table(lambda: build_report(run_dir), top=10)
     walls = [c.wall_s for c in children]

@@ -2,8 +2,8 @@
 
 Reads a finished `kvgate run` of a control and one certified eviction arm (e.g. `bench/attribution/
 niah_pooled.toml` under `bench/attribution/matrix.toml`) and scores the candidate's failures as the report
-does (`kvgate.report.certificate_attribution`: cache-induced when the control passes, own when it fails
-too; every score's AUC for ranking cache-induced above own, with DeLong's interval), over the whole run
+does (`kvgate.report.analysis.certificate_attribution`: cache-induced when the control passes, own when it
+fails too; every score's AUC for ranking cache-induced above own, with DeLong's interval), over the whole run
 and within each stratum of value type (UUID or word needle, read from the expected answer) and context
 length, where the kind of case no longer stands in for the kind of failure. A stratum with fewer than
 `MIN_PER_KIND` failures of either kind gets no AUC, as in the report.
@@ -24,7 +24,12 @@ import common
 import numpy as np
 import pyarrow.parquet as pq
 
-from kvgate.report.certificate_attribution import CONFIDENCE_SCORE, MIN_PER_KIND, OTHER_SCORES, PRIMARY
+from kvgate.report.analysis.certificate_attribution import (
+    CONFIDENCE_SCORE,
+    MIN_PER_KIND,
+    OTHER_SCORES,
+    PRIMARY,
+)
 from kvgate.rundir.store import read_results
 from kvgate.stats.roc import delong_auc
 

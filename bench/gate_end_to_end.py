@@ -20,8 +20,8 @@ from workloads import scaled_suite
 from kvgate.cli import cli
 from kvgate.gate.policy import load_policy
 from kvgate.gate.simulate import Scenario, operating
-from kvgate.report.gate_structure import gate_structure
-from kvgate.report.run_data import read_workload_cases
+from kvgate.report.analysis.gate_structure import gate_structure
+from kvgate.report.analysis.run_data import read_workload_cases
 
 EXIT_NAMES = {0: "pass", 1: "fail", 3: "inconclusive"}
 

@@ -22,8 +22,8 @@ from workloads import scaled_suite
 from kvgate.gate.policy import Policy, load_policy
 from kvgate.gate.procedure import Family
 from kvgate.gate.simulate import Operating, Scenario, Structure, operating
-from kvgate.report.gate_structure import gate_structure
-from kvgate.report.run_data import read_workload_cases
+from kvgate.report.analysis.gate_structure import gate_structure
+from kvgate.report.analysis.run_data import read_workload_cases
 
 SHAPES = {
     "10×20 + 100×1": [(10, 20), (100, 1)],

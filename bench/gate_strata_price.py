@@ -14,8 +14,8 @@ from workloads import scaled_suite
 
 from kvgate.gate.policy import load_policy
 from kvgate.gate.simulate import operating
-from kvgate.report.gate_structure import gate_structure
-from kvgate.report.run_data import read_workload_cases
+from kvgate.report.analysis.gate_structure import gate_structure
+from kvgate.report.analysis.run_data import read_workload_cases
 
 
 def main() -> int:

@@ -203,8 +203,8 @@ def report_by_part_size(root: Path, rows: int, small_parts: int) -> tuple[str, l
 
 
 def profile_report(run_dir: Path) -> str:
-    from kvgate.report.model import build_report
-    from kvgate.report.renderers import render_json
+    from kvgate.report.analysis.build import build_report
+    from kvgate.report.render.formats import render_json
 
     wall, top, _ = common.profile_call_table(lambda: render_json(build_report(run_dir)))
     return f"cProfile of the report (model and JSON), in process ({wall:.1f} s profiled):\n\n{top}\n"

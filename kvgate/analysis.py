@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 
 
 def runs_df(runs_dir: str | Path = "runs") -> pd.DataFrame:
-    """One row per run under `runs_dir` (report.runs_index.FIELDS, `path`, `note`), oldest first;
+    """One row per run under `runs_dir` (analysis.runs_index.FIELDS, `path`, `note`), oldest first;
     `created_at` as a UTC timestamp."""
     import pandas as pd
 
-    from kvgate.report.runs_index import FIELDS, list_runs
+    from kvgate.report.analysis.runs_index import FIELDS, list_runs
 
     frame = pd.DataFrame(list_runs(Path(runs_dir)), columns=[*FIELDS, "path", "note"])
     frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
@@ -42,12 +42,12 @@ def _flat(record: dict[str, Any]) -> dict[str, Any]:
 def pairs_df(run_dir: str | Path) -> pd.DataFrame:
     """One row per (candidate arm, case): `arm`, `case_id`, `source_id`, one column per slice,
     `prompt`, `expected`, `control_output`/`candidate_output`, `*_passed`, `*_fail_kind`, `*_detail`,
-    `outcome` and `first_divergence` (report.samples)."""
+    `outcome` and `first_divergence` (analysis.samples)."""
     import pandas as pd
 
-    from kvgate.report.model import verified_report
-    from kvgate.report.run_data import read_cases
-    from kvgate.report.samples import sample_records
+    from kvgate.report.analysis.build import verified_report
+    from kvgate.report.analysis.run_data import read_cases
+    from kvgate.report.analysis.samples import sample_records
     from kvgate.rundir.manifest import read_manifest
 
     path = Path(run_dir)
@@ -62,7 +62,7 @@ def slices_df(run_dir: str | Path) -> pd.DataFrame:
     columns), in report order."""
     import pandas as pd
 
-    from kvgate.report.model import build_report
+    from kvgate.report.analysis.build import build_report
 
     report = build_report(Path(run_dir))
     return pd.DataFrame(

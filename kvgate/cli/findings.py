@@ -4,7 +4,7 @@
   namespace): the results are not evidence; exit 4 whatever the gate says.
 - No proof of treatment (an arm whose counters do not show its treatment ran: FP8 not applied, eviction
   keeping more than its ratio allows, an offload tier never written or never read back, reuse that never
-  hit, `report.proof`): the report already makes the arm an error (exit 4 unless another arm fails);
+  hit, `analysis.proof`): the report already makes the arm an error (exit 4 unless another arm fails);
   each arm's missing evidence is one line here.
 - A lossless arm (prefix reuse, offload) run under load that diverged from the control: a defect; the
   gate fails (exit 1) unless the run already failed harder.
@@ -22,18 +22,18 @@ import click
 from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, EXIT_INCONCLUSIVE, EXIT_PASS
 
 if TYPE_CHECKING:
+    from kvgate.report.analysis.isolation import PassCounters
     from kvgate.report.document.report import Report
-    from kvgate.report.isolation import PassCounters
 
 
 def exit_code_with_findings(
     run_dir: Path, report: Report, quiet: bool, counters: PassCounters | None = None
 ) -> int:
     """The exit code of `report` (the gate's) as the run's counters leave it; each finding is one line on
-    stderr. The proofs of treatment are the report's own (`arms[].proof`, report.proof); `counters`:
+    stderr. The proofs of treatment are the report's own (`arms[].proof`, analysis.proof); `counters`:
     the rows' cache counters when the caller has read them already (the report has)."""
-    from kvgate.report.isolation import isolation_violations
-    from kvgate.report.proof import missing_proofs
+    from kvgate.report.analysis.isolation import isolation_violations
+    from kvgate.report.analysis.proof import missing_proofs
     from kvgate.runner.lossless import lossless_defects, server_summary
 
     if not quiet:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import io
 import os
 import sys
 from pathlib import Path
@@ -51,30 +50,19 @@ def emit(report: Report, fmt: str, output: Path | None, junit_inconclusive: str 
 
     if checking():
         check_report(report)
-    if fmt == "table":
-        from rich.console import Console
+    if fmt == "table" and output is None and sys.stdout.isatty():
+        from kvgate.report.render.table import render_terminal
 
-        from kvgate.report.terminal import render_terminal
+        with tolerating_closed_stdout():
+            render_terminal(report, stdout_console(None))
+        return
+    from kvgate.report.render.formats import render
 
-        if output is None and sys.stdout.isatty():
-            with tolerating_closed_stdout():
-                render_terminal(report, stdout_console(None))
-            return
-        buffer = io.StringIO()
-        render_terminal(report, Console(file=buffer, width=piped_width(), color_system=None))
-        text = "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
-        if output is None:
-            with tolerating_closed_stdout():
-                click.echo(text, nl=False)
-            return
-    else:
-        from kvgate.report.renderers import render
-
-        text = render(report, fmt, junit_inconclusive=junit_inconclusive)
-        if output is None:
-            with tolerating_closed_stdout():
-                click.echo(text, nl=False)
-            return
+    text = render(report, fmt, width=piped_width(), junit_inconclusive=junit_inconclusive)
+    if output is None:
+        with tolerating_closed_stdout():
+            click.echo(text, nl=False)
+        return
     write_output(output, text)
 
 
@@ -189,7 +177,7 @@ def report(
     from kvgate.cli.findings import exit_code_with_findings
     from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED
     from kvgate.gate.policy import read_policy_text
-    from kvgate.report.model import build_report, verified_report
+    from kvgate.report.analysis.build import build_report, verified_report
 
     formats = parse_formats(fmt, output)
     policy_text = read_policy_text(policy) if policy is not None else None
@@ -197,7 +185,7 @@ def report(
     if data.policy.changed_reason and formats != ["table"]:
         click.echo(f"kvgate: policy changed after the run: {data.policy.changed_reason}", err=True)
     if compare is not None:
-        from kvgate.report.compare import compare_reports
+        from kvgate.report.analysis.compare import compare_reports
 
         baseline = build_report(
             compare, policy_text, policy_changed_reason if policy_text else None, policy_unsafe_reason
@@ -211,8 +199,8 @@ def report(
             emit(data, name, output / FILE_NAMES[name], junit_inconclusive)
         click.echo(f"kvgate: wrote {', '.join(FILE_NAMES[n] for n in formats)} into {output}", err=True)
     if samples is not None:
-        from kvgate.report.run_data import read_cases
-        from kvgate.report.samples import samples_jsonl
+        from kvgate.report.analysis.run_data import read_cases
+        from kvgate.report.analysis.samples import samples_jsonl
         from kvgate.rundir.manifest import read_manifest
 
         manifest = read_manifest(run_dir)

@@ -258,7 +258,7 @@ def _report(run_dir: Path, as_json: bool, quiet: bool) -> int:
     (`cli.findings`)."""
     from kvgate.cli.findings import exit_code_with_findings
     from kvgate.cli.report import emit
-    from kvgate.report.model import verified_report
+    from kvgate.report.analysis.build import verified_report
 
     report, rows = verified_report(run_dir)
     if not quiet:

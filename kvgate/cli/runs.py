@@ -21,7 +21,7 @@ def runs(runs_dir: Path, as_json: bool) -> None:
     model, decision."""
     from kvgate.cli.run import env_default
     from kvgate.errors import BadInput
-    from kvgate.report.runs_index import list_runs
+    from kvgate.report.analysis.runs_index import list_runs
 
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
     if not runs_dir.is_dir():
@@ -64,8 +64,8 @@ def runs(runs_dir: Path, as_json: bool) -> None:
 def view(run_dir: Path, output: Path | None, serve: bool, port: int, no_open: bool) -> None:
     """Write RUN_DIR's HTML report and open it in the browser (or serve it on loopback)."""
     from kvgate.cli.report import write_output
-    from kvgate.report.model import build_report
-    from kvgate.report.renderers import render
+    from kvgate.report.analysis.build import build_report
+    from kvgate.report.render.formats import render
 
     path = output or run_dir / "report.html"
     write_output(path, render(build_report(run_dir), "html"))

@@ -82,8 +82,8 @@ def simulate(
         raise BadInput("give either -w WORKLOAD or --n, not both")
     structures: list[tuple[str, Structure]]
     if workload is not None:
-        from kvgate.report.gate_structure import gate_structure
-        from kvgate.report.run_data import read_workload_cases
+        from kvgate.report.analysis.gate_structure import gate_structure
+        from kvgate.report.analysis.run_data import read_workload_cases
 
         cases = read_workload_cases(str(workload))
         if cases.n == 0:

@@ -48,7 +48,7 @@ from kvgate.stats.unconditional import paired_worse_pvalue
 
 __all__ = ["NUISANCE_SHARE", "Clusters", "Family", "SliceCounts", "Verdicts", "decide_arm"]
 
-# Why a slice got its decision (see `slice_reason` in report.slice_stats for the words).
+# Why a slice got its decision (see `slice_reason` in analysis.slice_stats for the words).
 WHY_PASS, WHY_FAIL, WHY_INSIDE, WHY_FEW, WHY_NOT_ABOVE_AA, WHY_MARGIN, WHY_EMPTY, WHY_POINT = range(8)
 
 

@@ -54,7 +54,7 @@ class Structure:
         family: Family,
         defect_groups: np.ndarray,
     ) -> Structure:
-        """From slice groups (per case, a slice code within the group or −1), as report.slices makes them."""
+        """From slice groups (per case, a slice code in the group or −1), as analysis.slices gives them."""
         rows, cols, offset = [], [], 0
         for codes, size in zip(groups, sizes, strict=True):
             inside = np.flatnonzero(codes >= 0)

@@ -112,7 +112,7 @@ def checking() -> bool:
 
 
 def shape_errors(error: ValidationError, limit: int = 5) -> str:
-    """Where the report's model refused it, as `path: message` joined by "; " (report.model.typed)."""
+    """Where the report's model refused it, as `path: message` joined by "; " (analysis.build.typed)."""
     lines = [f"{'/'.join(map(str, e['loc'])) or '(top level)'}: {e['msg'][:200]}" for e in error.errors()]
     return "; ".join(lines[:limit])
 
@@ -120,7 +120,7 @@ def shape_errors(error: ValidationError, limit: int = 5) -> str:
 def check_report(report: Report) -> None:
     """ReportShapeError naming the first fields where the report's JSON breaks the schema. The report is
     checked as JSON text would be read back, not as the objects that built it (the model checked those)."""
-    from kvgate.report.renderers import render_json
+    from kvgate.report.render.formats import render_json
 
     errors = report_errors(json.loads(render_json(report)))
     if errors:

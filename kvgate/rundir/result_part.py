@@ -66,7 +66,7 @@ CERTIFICATE_COLUMNS = (
     *CERTIFICATE_DRIFT_COLUMNS,
 )
 PROOF_COLUMNS = ("kv_bytes", "kv_dtype", "n_kv_quantized", "n_tier_written", "n_tier_read", "n_spans_reused")
-"""The engine's evidence that the treatment ran (engines.base.Generation; report.proof reads them)."""
+"""The engine's evidence that the treatment ran (engines.base.Generation; analysis.proof reads them)."""
 RESULT_SCHEMA_V3 = pa.schema([f for f in RESULT_SCHEMA if f.name not in PROOF_COLUMNS])
 RESULT_SCHEMA_V2 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTIFICATE_DRIFT_COLUMNS])
 RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTIFICATE_COLUMNS])

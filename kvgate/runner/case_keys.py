@@ -7,7 +7,7 @@ from kvgate.workload.case import Case
 
 
 def cluster_key(case: Case, policy: Policy) -> str:
-    """What the gate counts the case's cluster as (report.slices.cluster_ids, from a Case)."""
+    """What the gate counts the case's cluster as (analysis.slices.cluster_ids, from a Case)."""
     if policy.cluster == NO_CLUSTER:
         return case.case_id
     value = case.prefix_group if policy.cluster == "prefix_group" else case.slices.get(policy.cluster)

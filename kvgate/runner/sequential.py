@@ -1,4 +1,4 @@
-"""Generating a sequential run look by look (gate.sequential, report.sequential).
+"""Generating a sequential run look by look (gate.sequential, analysis.sequential).
 
 Each look adds the next block of cases in the run's order: the control (and its A/A replicate) first,
 then every candidate whose verdict is still open. Before the candidates of each look, a critical slice
@@ -13,11 +13,11 @@ stops at the same looks.
 from __future__ import annotations
 
 from kvgate.gate.sequential import look_ends
+from kvgate.report.analysis.build import report_of
+from kvgate.report.analysis.run_data import read_cases
+from kvgate.report.analysis.sequential import run_order
+from kvgate.report.analysis.slices import slice_groups
 from kvgate.report.document.report import Report
-from kvgate.report.model import report_of
-from kvgate.report.run_data import read_cases
-from kvgate.report.sequential import run_order
-from kvgate.report.slices import slice_groups
 from kvgate.rundir.store import stored_keys
 from kvgate.runner.context import RunContext
 from kvgate.runner.control_check import refuse_unwinnable_on_control

@@ -12,7 +12,7 @@ import numpy as np
 
 
 def singletons(clusters: np.ndarray) -> bool:
-    """Whether every case is its own cluster (cluster codes 0 … n−1, as report.slices gives them then)."""
+    """Whether every case is its own cluster (cluster codes 0 … n−1, as analysis.slices gives them then)."""
     c = np.asarray(clusters)
     return bool(c.size == 0 or (c.min() >= 0 and np.bincount(c).max() == 1))
 

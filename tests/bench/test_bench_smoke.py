@@ -62,7 +62,7 @@ def test_hand_measured_sections_survive_a_benchmark_run(results_dir: Path) -> No
 
 
 def test_synthetic_run_is_a_run_the_report_reads(tmp_path: Path) -> None:
-    from kvgate.report.model import build_report
+    from kvgate.report.analysis.build import build_report
 
     run_dir = workloads.synthetic_run(tmp_path, n_cases=40, rows_per_part=16)
     assert len(list(run_dir.glob("results/full/part-*.parquet"))) == 6  # two replicates × 3 parts

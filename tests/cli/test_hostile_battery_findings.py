@@ -84,7 +84,7 @@ def test_a_negative_seed_is_refused_by_its_option() -> None:
 def test_matplotlib_config_stays_in_kvgates_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendering HTML wrote ~/.config/matplotlib and ~/.cache/matplotlib (outside the run): the plots
     now point matplotlib at kvgate's cache unless $MPLCONFIGDIR says otherwise."""
-    from kvgate.report import plots
+    from kvgate.report.render import plots
 
     monkeypatch.delenv("MPLCONFIGDIR", raising=False)
     monkeypatch.setenv("KVGATE_CACHE", str(tmp_path / "cache"))

@@ -12,7 +12,7 @@ import pytest
 
 from kvgate.engines.base import Generation
 from kvgate.errors import BadInput
-from kvgate.report.run_data import report_columns
+from kvgate.report.analysis.run_data import report_columns
 from kvgate.rundir.result_part import (
     CERTIFICATE_COLUMNS,
     RESULT_SCHEMA,

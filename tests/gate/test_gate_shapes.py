@@ -13,8 +13,8 @@ from kvgate.gate.decision import FAIL, PASS
 from kvgate.gate.policy import Policy
 from kvgate.gate.procedure import Clusters, Family, SliceCounts, decide_arm
 from kvgate.gate.simulate import Scenario, operating
-from kvgate.report.gate_structure import gate_structure
-from kvgate.report.run_data import read_workload_cases
+from kvgate.report.analysis.gate_structure import gate_structure
+from kvgate.report.analysis.run_data import read_workload_cases
 
 RUNS = 10_000
 ALPHA = 0.05

@@ -16,8 +16,8 @@ from scipy.stats import beta, binom
 from kvgate.cli import cli
 from kvgate.gate.policy import Policy, load_policy
 from kvgate.gate.simulate import Scenario, Structure, operating
-from kvgate.report.gate_structure import gate_structure
-from kvgate.report.run_data import read_workload_cases
+from kvgate.report.analysis.gate_structure import gate_structure
+from kvgate.report.analysis.run_data import read_workload_cases
 
 RUNS = 10_000
 

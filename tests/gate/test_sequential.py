@@ -22,8 +22,8 @@ from kvgate.cli import cli
 from kvgate.gate.policy import Policy
 from kvgate.gate.sequential import look_ends, spent_alpha, stratified_order
 from kvgate.gate.simulate import operating
-from kvgate.report.gate_structure import gate_structure
-from kvgate.report.run_data import read_workload_cases
+from kvgate.report.analysis.gate_structure import gate_structure
+from kvgate.report.analysis.run_data import read_workload_cases
 from kvgate.rundir.manifest import spec_hash_of_run_id
 
 MATRIX = (

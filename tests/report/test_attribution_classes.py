@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvgate.report.attribution import attribute, part_arms
-from kvgate.report.run_data import CERTIFICATE_SCORES, ArmRows
+from kvgate.report.analysis.attribution import attribute, part_arms
+from kvgate.report.analysis.run_data import CERTIFICATE_SCORES, ArmRows
 
 
 def rows(failing: set[int], errors: frozenset[int] = frozenset(), n: int = 8) -> ArmRows:

@@ -19,8 +19,8 @@ from helpers.report_schema import report_json
 
 from kvgate.cli import cli
 from kvgate.gate.policy import parse_policy
-from kvgate.report.certificate_attribution import MIN_PER_KIND, certificate_attribution
-from kvgate.report.run_data import CERTIFICATE_SCORES, RESULT_COLUMNS, ArmRows, report_columns
+from kvgate.report.analysis.certificate_attribution import MIN_PER_KIND, certificate_attribution
+from kvgate.report.analysis.run_data import CERTIFICATE_SCORES, RESULT_COLUMNS, ArmRows, report_columns
 from kvgate.rundir.manifest import build_manifest, write_manifest
 from kvgate.rundir.part_index import entry, key_of, read_index, stored_run_id, write_index
 from kvgate.rundir.result_part import RESULT_SCHEMA_V1, RESULT_SCHEMA_V2, RESULT_VERSION_KEY

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kvgate.cli import cli
-from kvgate.report.slice_stats import leaning_reason
+from kvgate.report.analysis.slice_stats import leaning_reason
 
 SYSTEM = "You are the support bot of Acme. " + " ".join(
     f"Rule {i} applies to every ticket." for i in range(40)

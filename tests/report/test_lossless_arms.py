@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvgate.report.arm import is_lossless
+from kvgate.report.analysis.arm import is_lossless
 from kvgate.treatments.matrix import catalog_tables, parse_treatment
 
 

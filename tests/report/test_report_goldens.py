@@ -24,8 +24,8 @@ from rich.console import Console
 
 from kvgate.cli import cli
 from kvgate.report.document.report import Report
-from kvgate.report.renderers import render
-from kvgate.report.terminal import render_terminal
+from kvgate.report.render.formats import render
+from kvgate.report.render.table import render_terminal
 
 GOLDENS = Path(__file__).resolve().parents[2] / "reports" / "examples"
 UPDATE = os.environ.get("KVGATE_UPDATE_GOLDENS") == "1"

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from helpers.report_fixed_run import make_fixed_run
 
 from kvgate.cli import cli
-from kvgate.report.renderers import render
+from kvgate.report.render.formats import render
 
 CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, FOLD = 1200, 1600

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kvgate.cli import cli
-from kvgate.report import plots
+from kvgate.report.render import plots
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from helpers.cli import kvgate as invoke
 from helpers.report_schema import assert_fits_schema, report_json
 
-from kvgate.report import model
+from kvgate.report.analysis import build as model
 from kvgate.report.schema import (
     CHECK_ENV,
     ReportShapeError,

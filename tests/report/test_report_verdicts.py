@@ -18,14 +18,14 @@ from rich.console import Console
 
 from kvgate.cli import cli
 from kvgate.gate.decision import EXIT_CODES, combine
-from kvgate.report import text
+from kvgate.report.analysis.evidence import prompt_snippet
 from kvgate.report.document.arm import Arm
 from kvgate.report.document.findings import Failure
 from kvgate.report.document.gains import Gains
-from kvgate.report.evidence import prompt_snippet
-from kvgate.report.markdown import LIMIT
-from kvgate.report.renderers import render
-from kvgate.report.terminal import render_terminal
+from kvgate.report.render import text
+from kvgate.report.render.formats import render
+from kvgate.report.render.markdown import LIMIT
+from kvgate.report.render.table import render_terminal
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +212,8 @@ def test_model_output_is_escaped_in_html_and_markdown(report: dict[str, Any]) ->
 
 
 def test_kv_bytes_per_token_against_the_control() -> None:
-    from kvgate.report.evidence import kv_bytes
-    from kvgate.report.text import gains_text
+    from kvgate.report.analysis.evidence import kv_bytes
+    from kvgate.report.render.text import gains_text
 
     fp8 = {"kind": "quantize", "dtype": "fp8_e4m3"}
     both = {"kind": "composite", "of": [{"kind": "eviction"}, fp8]}

@@ -1,4 +1,4 @@
-"""Proof of treatment (report.proof): on the fake engine every kind leaves its evidence in the stored
+"""Proof of treatment (analysis.proof): on the fake engine every kind leaves its evidence in the stored
 counters, and a planted no-op (`ignore_treatment`), or an offload tier never read back, is an error in
 `kvgate run` and `kvgate report` alike, never a PASS."""
 

@@ -133,7 +133,7 @@ def test_a_reuse_arm_served_kv_from_another_namespace_exits_4(
 def test_shared_prefixes_against_a_pairwise_scan() -> None:
     import random
 
-    from kvgate.report.isolation import shared_prefixes
+    from kvgate.report.analysis.isolation import shared_prefixes
 
     rng = random.Random(3)
     prompts = [[rng.choice((1, 2)) for _ in range(rng.randint(0, 8))] for _ in range(60)]
@@ -169,8 +169,8 @@ def test_isolation_from_the_reports_rows_equals_reading_the_parts(
 ) -> None:
     """The report counts isolation from the columns it has read; the sentences are the same as when the
     parts are read again for it."""
-    from kvgate.report.isolation import isolation_violations
-    from kvgate.report.run_data import RunRows, read_cases
+    from kvgate.report.analysis.isolation import isolation_violations
+    from kvgate.report.analysis.run_data import RunRows, read_cases
     from kvgate.rundir.manifest import read_manifest
 
     _, _, run_dir = _run(kvgate, smoke_workload, tmp_path, LEAKS[name], "--quiet")

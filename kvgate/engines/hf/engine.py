@@ -372,7 +372,7 @@ class HFSession:
     def _evidence(
         self, cache: Any, hooks: list[CacheHook], n_cached: int, present: float = 1.0
     ) -> dict[str, Any]:
-        """The treatment's trace in the cache once the prompt is in it (report.proof): its KV bytes as
+        """The treatment's trace in the cache once the prompt is in it (analysis.proof): its KV bytes as
         its format stores them (kv_formats.formats.bytes_per_value: FP8 one byte per value, a block or
         per-token-head format its codes and scales; the tensors hold them dequantised), the element
         type ("K+V" when they differ), the spans a span reuse placed, and no tier traffic yet (the

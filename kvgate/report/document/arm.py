@@ -1,4 +1,4 @@
-"""One candidate arm's report (report.arm): its decision, slices and what else the run shows of it."""
+"""One candidate arm's report (analysis.arm): its decision, slices and what else the run shows of it."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class ScoredCases(Shape):
 
 
 class Arm(Verdict):
-    """One candidate arm's report (report.arm)."""
+    """One candidate arm's report (analysis.arm)."""
 
     arm: Name
     kind: Kind

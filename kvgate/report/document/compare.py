@@ -1,4 +1,4 @@
-"""`--compare BASELINE`: this run against the baseline (report.compare); deltas are current − baseline."""
+"""`--compare BASELINE`: this run against the baseline (analysis.compare); deltas are current − baseline."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ Differs = Literal["workload", "model", "engine", "policy", "n_cases"]
 
 
 class Compare(Shape):
-    """`--compare BASELINE`: this run against the baseline (report.compare); deltas are current −
+    """`--compare BASELINE`: this run against the baseline (analysis.compare); deltas are current −
     baseline."""
 
     current: CompareRun

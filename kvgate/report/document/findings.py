@@ -1,6 +1,6 @@
-"""What an arm's report shows beside its gate: where outputs diverge (report.divergence), CFR against
-context length (report.context), a composite's attribution to its parts (report.attribution), the
-certificate's attribution (report.certificate_attribution), failing examples and the sequential stop."""
+"""What an arm's report shows beside its gate: where outputs diverge (analysis.divergence), CFR against
+context length (analysis.context), a composite's attribution to its parts (analysis.attribution), the
+certificate's attribution (analysis.certificate_attribution), failing examples and the sequential stop."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from kvgate.report.document.base import (
 
 
 class Divergence(Shape):
-    """Where the candidate's output first leaves the control's (report.divergence)."""
+    """Where the candidate's output first leaves the control's (analysis.divergence)."""
 
     n_pairs: Count
     diverged: Count
@@ -38,7 +38,7 @@ class Divergence(Shape):
 
 
 class ContextPoint(Shape):
-    """One context bucket: its median prompt length and CFR with bounds (report.context)."""
+    """One context bucket: its median prompt length and CFR with bounds (analysis.context)."""
 
     bucket: Str
     prompt_tokens: NonNegative | None
@@ -68,7 +68,7 @@ class ClassInterval(Shape):
 
 class Attribution(Shape):
     """A composite arm's cache-induced failures classed by which parts fail them alone
-    (report.attribution)."""
+    (analysis.attribution)."""
 
     parts: list[AttributionPart]
     missing_parts: list[Str]
@@ -97,7 +97,7 @@ class OtherScores(Shape):
 class CertificateAttribution(Shape):
     """Among the arm's failures, how well its attention-error certificate tells cache-induced failures
     (the control passes) from the model's own (the control fails too), beside output confidence on the
-    same cases (report.certificate_attribution). `certificate` is the AUC of the declared primary score
+    same cases (analysis.certificate_attribution). `certificate` is the AUC of the declared primary score
     `score` (the mean bound relative to the retained output's norm); `other_scores` those of the bound's
     max and mean and of the mean relative estimate; `cap_share` the mean share of cells whose bound is the
     deterministic cap, over the scored failures (null when none). Each AUC is the chance that a
@@ -138,7 +138,7 @@ class Failure(Shape):
 
 
 class Sequential(Shape):
-    """Where a sequential gate stopped the arm (report.sequential)."""
+    """Where a sequential gate stopped the arm (analysis.sequential)."""
 
     look: Positive
     looks: Positive

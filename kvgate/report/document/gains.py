@@ -1,4 +1,4 @@
-"""What an arm buys against the control in the same run (report.evidence): KV kept, KV bytes, timings."""
+"""What an arm buys against the control in the same run (analysis.evidence): KV kept, KV bytes, timings."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class KVBytes(Shape):
 
 
 class MeasuredKVBytes(Shape):
-    """KV bytes the engine counted for both arms over the pairs where it counted them (report.evidence)."""
+    """KV bytes the engine counted for both arms over the pairs where it counted them (analysis.evidence)."""
 
     pairs: Count
     bytes: Count
@@ -42,7 +42,7 @@ class MeasuredKVBytes(Shape):
 
 
 class Gains(Shape):
-    """What the arm buys against the control in the same run (report.evidence)."""
+    """What the arm buys against the control in the same run (analysis.evidence)."""
 
     n_pairs: Count
     kv_kept: NonNegative | None

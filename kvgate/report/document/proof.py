@@ -1,4 +1,4 @@
-"""An arm's proof of treatment from the engine's own counters (report.proof)."""
+"""An arm's proof of treatment from the engine's own counters (analysis.proof)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _shown_has_nothing_missing(schema: dict[str, Any]) -> None:
 
 
 class Proof(Shape):
-    """The arm's proof of treatment from the engine's own counters, over every pass (report.proof); null
+    """The arm's proof of treatment from the engine's own counters, over every pass (analysis.proof); null
     figures: not applicable to the arm's kind, or not counted by the engine. Shown: nothing missing;
     missing: at least one line saying what."""
 

@@ -1,5 +1,5 @@
 """The whole report: the run's provenance, the policy it was gated on, the control, the A/A noise floor,
-the isolation checks, each candidate arm and the run's decision (report.model builds it)."""
+the isolation checks, each candidate arm and the run's decision (analysis.build builds it)."""
 
 from __future__ import annotations
 
@@ -158,3 +158,8 @@ class Report(Verdict):
         """The report as the JSON it prints: every field it holds, none it left out."""
         data: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return data
+
+
+def as_report(report: Report | dict[str, Any]) -> Report:
+    """`report`, or a report's parsed JSON read into its model (ValidationError when it does not fit)."""
+    return report if isinstance(report, Report) else Report.model_validate(report)

@@ -1,4 +1,4 @@
-"""One slice of one candidate arm (report.slice_stats); docs/gate.md has what each figure means."""
+"""One slice of one candidate arm (analysis.slice_stats); docs/gate.md has what each figure means."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class AATable(Shape):
 
 
 class Slice(Shape):
-    """One slice of one candidate arm (report.slice_stats); docs/gate.md has what each figure means."""
+    """One slice of one candidate arm (analysis.slice_stats); docs/gate.md has what each figure means."""
 
     arm: Name
     slice: SliceName

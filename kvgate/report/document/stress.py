@@ -1,5 +1,5 @@
 """The load and stress schedules an arm ran under, what its first pass's records counted, and its
-block-boundary cases (report.stress)."""
+block-boundary cases (analysis.stress)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class BoundaryCases(Shape):
 class Stress(Shape):
     """The load and stress schedules the arm ran under (the matrix's [load] and [arm.<arm>], as the
     manifest records them), what its first pass's records counted, and its block-boundary cases
-    (report.stress)."""
+    (analysis.stress)."""
 
     load: Load
     schedule: Str

@@ -102,7 +102,7 @@ def test_a_case_still_decoding_past_the_limit_is_a_timeout(engine: Any, case: Ca
 
 @pytest.mark.model
 def test_every_treatment_leaves_its_proof_in_the_counters(engine: Any, case: Case) -> None:
-    """What report.proof reads: FP8 entries quantised and bytes halved, entries kept by eviction, blocks
+    """What analysis.proof reads: FP8 entries quantised and bytes halved, entries kept by eviction, blocks
     written to the tier and read back, cache hits of reuse; the control counts none of it."""
     (full,) = run_arm(engine, Full("full"), [case])
     (fp8,) = run_arm(engine, Quantize("fp8", dtype="fp8_e4m3"), [case])

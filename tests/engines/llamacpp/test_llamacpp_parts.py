@@ -159,7 +159,7 @@ def test_a_gguf_file_is_a_model_by_path_hashed_without_conversion(tmp_path: Path
 
 
 def test_the_proof_of_treatment_takes_ggml_block_types() -> None:
-    from kvgate.report.proof import quantised
+    from kvgate.report.analysis.proof import quantised
 
     assert quantised("q8_0") and quantised("q4_0") and quantised("q8_0+q4_0") and quantised("f16+q4_0")
     assert quantised("fp8_e4m3") and not quantised("f16") and not quantised("bfloat16")

@@ -1,4 +1,4 @@
-"""An arm's stress schedule (`arms[].stress`, report.stress) in one line of words, for every format."""
+"""An arm's stress schedule (`arms[].stress`, analysis.stress) in one line of words, for every format."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.report.numbers import finite, ratio
-from kvgate.report.run_data import ArmRows
+from kvgate.report.analysis.numbers import finite, ratio
+from kvgate.report.analysis.run_data import ArmRows
 from kvgate.stats.intervals import cp_bounds
 
 

@@ -6,10 +6,11 @@ report of 60 slices each stays under GitHub's 65,536-character comment limit.
 
 from __future__ import annotations
 
-from kvgate.report import text
 from kvgate.report.document.arm import Arm
+from kvgate.report.document.compare import Compare
 from kvgate.report.document.report import Report
 from kvgate.report.document.slice import Slice
+from kvgate.report.render import compare_text, text
 
 """Failing examples shown per arm (the JSON has all)."""
 EXAMPLE_WIDTH = 60
@@ -131,10 +132,8 @@ def _render(report: Report, level: int) -> str:
     lines = [f"## {mark} kvgate: {report.decision.upper()} (exit {report.exit_code})", ""]
     lines += verdicts(report)
     if report.compare is not None:
-        from kvgate.report.compare_text import headline, regression_lines
-
-        lines += ["", f"**{headline(report.compare)}**"]
-        lines += [f"- ❌ {line}" for line in regression_lines(report.compare)]
+        lines += ["", f"**{compare_text.headline(report.compare)}**"]
+        lines += [f"- ❌ {line}" for line in compare_text.regression_lines(report.compare)]
     lines += ["", f"- {text.run_line(report)}", f"- {text.policy_line(report)}"]
     if report.policy.changed_reason:
         lines.append(f"- **policy changed after the run:** {report.policy.changed_reason}")
@@ -146,7 +145,16 @@ def _render(report: Report, level: int) -> str:
         lines += arm_section(arm, level)
     lines += [f"<sub>{text.LEGEND}</sub>", ""]
     if report.compare is not None:
-        from kvgate.report.compare_text import compare_markdown
-
         lines += compare_markdown(report.compare)
     return "\n".join(lines)
+
+
+def compare_markdown(compare: Compare) -> list[str]:
+    lines = [f"### Comparison: {compare_text.headline(compare)}", ""]
+    body = [
+        [f"`{r[0]}`", f"`{r[1]}`", *r[2:-1], f"**{r[-1]}**" if r[-1] == "regression" else r[-1]]
+        for r in compare_text.rows(compare)
+    ]
+    lines += table(list(compare_text.HEADERS), body, right={2, 3, 4, 5})
+    lines.append("")
+    return lines

@@ -17,7 +17,7 @@ from kvgate.paths import cache_dir
 from kvgate.report.document.arm import Arm
 from kvgate.report.document.report import Report
 from kvgate.report.document.slice import Slice
-from kvgate.report.text import shown_slices
+from kvgate.report.render.text import shown_slices
 
 COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "error": "#8e24aa"}
 SERIES = ["#1565c0", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#37474f"]

@@ -15,7 +15,7 @@ import numpy as np
 from kvgate.errors import BadInput
 from kvgate.gate.policy import NO_CLUSTER, Policy, slice_terms
 from kvgate.registry import unknown_name
-from kvgate.report.run_data import CaseTable, own_codes_for_missing
+from kvgate.report.analysis.run_data import CaseTable, own_codes_for_missing
 
 ALL = "all"
 CRITICAL = "critical"

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from kvgate.errors import BadInput
+from kvgate.report.analysis.numbers import finite
 from kvgate.report.document.arm import Arm
 from kvgate.report.document.compare import Compare
 from kvgate.report.document.report import Report
 from kvgate.report.document.slice import Slice
-from kvgate.report.numbers import finite
 from kvgate.stats.tests import fisher_greater, holm
 
 SEVERITY = {"pass": 0, "inconclusive": 1, "error": 2, "fail": 3}

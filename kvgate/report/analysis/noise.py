@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.report.numbers import finite, ratio
-from kvgate.report.run_data import ArmRows, RunRows
+from kvgate.report.analysis.numbers import finite, ratio
+from kvgate.report.analysis.run_data import ArmRows, RunRows
 from kvgate.stats.intervals import cp_bounds
 
 REUSING_KINDS = {"reuse"}

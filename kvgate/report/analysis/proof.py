@@ -20,7 +20,7 @@ out):
 
 A counter the engine leaves null is no evidence. A composite must show every part's. An arm with a pass
 that lacks its proof is an error (exit 4) unless its gate already fails it, never a PASS, in `kvgate
-run` and `kvgate report` alike (`report.arm` decides it, `cli.findings` prints it); the report carries
+run` and `kvgate report` alike (`analysis.arm` decides it, `cli.findings` prints it); the report carries
 the figures as `arms[].proof`.
 """
 

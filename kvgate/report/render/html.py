@@ -11,10 +11,10 @@ from typing import Any
 
 from kvgate import shipped
 from kvgate.errors import BadInput
-from kvgate.report import plots, text
 from kvgate.report.document.arm import Arm
 from kvgate.report.document.findings import Failure
 from kvgate.report.document.report import Report
+from kvgate.report.render import plots, text
 
 TEMPLATE = "report.html.j2"
 FOLDED = 500
@@ -79,7 +79,7 @@ def render_html(report: Report) -> str:
     divergence_plot = plots.divergence(report)
     compare = None
     if report.compare is not None:
-        from kvgate.report.compare_text import HEADERS, headline, regression_lines, rows
+        from kvgate.report.render.compare_text import HEADERS, headline, regression_lines, rows
 
         compare = {
             "headline": headline(report.compare),

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from kvgate.report import text
 from kvgate.report.document.arm import Arm
 from kvgate.report.document.compare import Compare
 from kvgate.report.document.report import Report
 from kvgate.report.document.slice import Slice
-from kvgate.report.text import pct
+from kvgate.report.render import text
+from kvgate.report.render.text import pct
 
 ARM_CASE = "(arm decision)"
 INCONCLUSIVE = ("failure", "skip")
@@ -132,7 +132,7 @@ def render_junit(report: Report, inconclusive: str = "failure") -> str:
 def _regressions(root: ET.Element, compare: Compare, totals: dict[str, int]) -> None:
     """A suite of the comparison with the baseline: one failing case per regressed slice, else one
     passing case."""
-    from kvgate.report.compare_text import regression_lines
+    from kvgate.report.render.compare_text import regression_lines
 
     suite = ET.SubElement(root, "testsuite", {"name": f"regressions vs {compare.baseline.run_id}"})
     lines = regression_lines(compare)

@@ -4,7 +4,7 @@ Pairs each candidate's first attempt with the control's (replicate 0) by case, c
 the CFR, applies the gate (`gate.procedure`), measures the A/A noise floor and checks the isolation
 counters and each arm's proof of treatment. An arm's decision: error when isolation counters contradict
 it or the control; else fail when any slice fails; else error when nothing shows its treatment ran
-(report.proof), or cases ended in engine errors or lack a result; else inconclusive when
+(analysis.proof), or cases ended in engine errors or lack a result; else inconclusive when
 the A/A noise floor is above τ; else pass when every gated slice passes (`all`, `critical`, and every
 slice the policy names), inconclusive otherwise. The run's decision combines the arms' (any fail →
 fail, else error, else inconclusive, else pass), and its exit code is what CI branches on.
@@ -24,17 +24,17 @@ from kvgate.gate.decision import EXIT_CODES, combine
 from kvgate.gate.feasibility import check_safe
 from kvgate.gate.policy import Policy, parse_policy
 from kvgate.gate.policy_diff import TEXT_ONLY, changed_settings
-from kvgate.report.arm import ReportContext, arm_report
-from kvgate.report.context import context_group
+from kvgate.report.analysis.arm import ReportContext, arm_report
+from kvgate.report.analysis.context import context_group
+from kvgate.report.analysis.noise import aa_flips, isolation_checks, noise_floor
+from kvgate.report.analysis.numbers import ratio
+from kvgate.report.analysis.proof import treatment_proofs
+from kvgate.report.analysis.run_data import RunRows, read_cases
+from kvgate.report.analysis.sequential import schedule, sequential_arm_report
+from kvgate.report.analysis.slices import cluster_ids, slice_groups
+from kvgate.report.analysis.stress import stress_reports, with_boundaries
 from kvgate.report.document.report import SCHEMA, Report
-from kvgate.report.noise import aa_flips, isolation_checks, noise_floor
-from kvgate.report.numbers import ratio
-from kvgate.report.proof import treatment_proofs
-from kvgate.report.run_data import RunRows, read_cases
 from kvgate.report.schema import ReportShapeError, shape_errors
-from kvgate.report.sequential import schedule, sequential_arm_report
-from kvgate.report.slices import cluster_ids, slice_groups
-from kvgate.report.stress import stress_reports, with_boundaries
 from kvgate.rundir.manifest import read_manifest
 
 if TYPE_CHECKING:

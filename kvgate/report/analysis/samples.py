@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.report.evidence import TEXT, Evidence, prompt_snippet, texts
-from kvgate.report.run_data import CaseTable, RunRows
+from kvgate.report.analysis.evidence import TEXT, Evidence, prompt_snippet, texts
+from kvgate.report.analysis.run_data import CaseTable, RunRows
 from kvgate.stats.paired import BOTH_FAIL, BOTH_PASS, CACHE_INDUCED, CANDIDATE_ONLY_PASS, pair_outcomes
 from kvgate.workload.case import SOURCE_ID
 

@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import int64_array
 from kvgate.errors import BadInput
-from kvgate.report.numbers import finite, ratio
-from kvgate.report.run_data import CaseTable, RunRows
+from kvgate.report.analysis.numbers import finite, ratio
+from kvgate.report.analysis.run_data import CaseTable, RunRows
 from kvgate.workload.case import SOURCE_ID
 
 TEXT = ["output_text", "detail", "fail_kind", "first_divergence"]

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.report.numbers import finite
-from kvgate.report.run_data import ArmRows
+from kvgate.report.analysis.numbers import finite
+from kvgate.report.analysis.run_data import ArmRows
 from kvgate.stats.roc import delong_auc
 
 MIN_PER_KIND = 10

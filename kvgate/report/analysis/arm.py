@@ -13,14 +13,14 @@ import kvgate.gate.decision as gd
 from kvgate.gate.decision import EXIT_CODES
 from kvgate.gate.policy import Policy
 from kvgate.gate.procedure import arm_codes
-from kvgate.report.attribution import attribution
-from kvgate.report.certificate_attribution import certificate_attribution
-from kvgate.report.context import by_context
-from kvgate.report.divergence import divergence_summary
-from kvgate.report.evidence import Evidence, gains, kv_bytes
-from kvgate.report.run_data import ArmRows, CaseTable, RunRows
-from kvgate.report.slice_stats import CaseSignals, slice_rows
-from kvgate.report.slices import SliceGroup
+from kvgate.report.analysis.attribution import attribution
+from kvgate.report.analysis.certificate_attribution import certificate_attribution
+from kvgate.report.analysis.context import by_context
+from kvgate.report.analysis.divergence import divergence_summary
+from kvgate.report.analysis.evidence import Evidence, gains, kv_bytes
+from kvgate.report.analysis.run_data import ArmRows, CaseTable, RunRows
+from kvgate.report.analysis.slice_stats import CaseSignals, slice_rows
+from kvgate.report.analysis.slices import SliceGroup
 from kvgate.stats.paired import CACHE_INDUCED, pair_outcomes
 from kvgate.stats.tests import auc
 
@@ -50,18 +50,18 @@ class ReportContext:
     policy: Policy
     broken: set[str]
     clusters: np.ndarray
-    """Per case, its cluster code (report.slices.cluster_ids)."""
+    """Per case, its cluster code (analysis.slices.cluster_ids)."""
     selected: np.ndarray | None = None
     """Per case, whether the arm's verdict rests on it (a sequential look's cases); None: every case."""
     cases: CaseTable | None = None
     """The run's cases: failing examples and gains are reported only when given."""
     proofs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Per candidate, its proof of treatment (report.proof); an arm without it is an error."""
+    """Per candidate, its proof of treatment (analysis.proof); an arm without it is an error."""
     _evidence: dict[str, Evidence] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def evidence(self) -> Evidence | None:
-        """The rows' extra columns (report.evidence), read once per run on first use."""
+        """The rows' extra columns (analysis.evidence), read once per run on first use."""
         if self.cases is None:
             return None
         if "run" not in self._evidence:
@@ -123,7 +123,7 @@ def _decision(
 def _gains(
     evidence: Evidence, control: str, name: str, usable: np.ndarray, ctx: ReportContext, spec: dict[str, Any]
 ) -> dict[str, Any]:
-    """What the arm buys against the control (report.evidence): KV entries and bytes, TTFT, latency."""
+    """What the arm buys against the control (analysis.evidence): KV entries and bytes, TTFT, latency."""
     out = gains(evidence.arm(control), evidence.arm(name), usable)
     engine = ctx.manifest.get("engine") or {}
     out["kv_bytes"] = kv_bytes(out["kv_kept"], spec, engine.get("dtype"), out["measured_kv_bytes"])

@@ -15,8 +15,8 @@ import numpy as np
 
 from kvgate.gate.policy import Policy
 from kvgate.gate.sequential import Look, looks, strata, stratified_order
-from kvgate.report.arm import ReportContext, arm_report
-from kvgate.report.slices import ALL, SliceGroup, is_gated
+from kvgate.report.analysis.arm import ReportContext, arm_report
+from kvgate.report.analysis.slices import ALL, SliceGroup, is_gated
 from kvgate.rundir.manifest import spec_hash_of_run_id
 
 

@@ -15,8 +15,8 @@ from kvgate.report.document.gains import Gains, Timing
 from kvgate.report.document.report import Report
 from kvgate.report.document.slice import Slice
 from kvgate.report.document.treatment import SpecComposite, SpecEviction, Treatment
-from kvgate.report.proof_text import proof_line
-from kvgate.report.stress_text import stress_line
+from kvgate.report.render.proof_text import proof_line
+from kvgate.report.render.stress_text import stress_line
 
 DECISION_MARK = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "error": "🛑"}
 SLICE_COLUMNS = (
@@ -425,8 +425,8 @@ def timing_text(t: Timing) -> str:
 
 
 def gains_lines(arm: Arm) -> list[str]:
-    """The proof that the arm's treatment ran (report.proof_text), the stress it ran under
-    (report.stress_text), then what it buys against the control in the same run: KV kept, KV bytes,
+    """The proof that the arm's treatment ran (render.proof_text), the stress it ran under
+    (render.stress_text), then what it buys against the control in the same run: KV kept, KV bytes,
     TTFT and latency."""
     lead = [line for line in (proof_line(arm), stress_line(arm)) if line]
     return lead if arm.gains is None else [*lead, *gains_text(arm.gains)]

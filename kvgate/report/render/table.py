@@ -4,6 +4,7 @@ arm back, failing examples and gains; decisions in colour."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from rich import box
@@ -13,9 +14,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from kvgate.report import text
 from kvgate.report.document.arm import Arm
-from kvgate.report.document.report import Report
+from kvgate.report.document.compare import Compare
+from kvgate.report.document.report import Report, as_report
+from kvgate.report.render import compare_text, text
 
 COLOURS = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "error": "bold magenta"}
 PRIORITY = (0, 10, 1, 2, 3, 4, 9, 7, 8, 5, 6)
@@ -134,19 +136,23 @@ def _arm(arm: Arm, console: Console) -> None:
         console.print(Text("  " + line, style="dim"))
 
 
+def render_table(report: Report, width: int = 120, **_: Any) -> str:
+    """The table as plain text `width` columns wide (no colour), each line without trailing spaces: what
+    `--format table` writes to a file or a pipe."""
+    buffer = io.StringIO()
+    render_terminal(report, Console(file=buffer, width=width, color_system=None))
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
 def render_terminal(report: Report | dict[str, Any], console: Console) -> None:
     """The report (or its parsed JSON) printed on `console`."""
-    from kvgate.report.renderers import as_report
-
     report = as_report(report)
     console.print(Text("kvgate report · ", style="bold") + Text(text.run_line(report)))
     console.print(verdicts(report))
     console.print(gate_text(report))
     if report.compare is not None:
-        from kvgate.report.compare_text import headline, regression_lines
-
-        console.print(Text(headline(report.compare), style="bold"))
-        for line in regression_lines(report.compare):
+        console.print(Text(compare_text.headline(report.compare), style="bold"))
+        for line in compare_text.regression_lines(report.compare):
             console.print(Text(line, style="bold red"))
     console.print()
     _header(report, console)
@@ -156,8 +162,69 @@ def render_terminal(report: Report | dict[str, Any], console: Console) -> None:
     console.print()
     console.print(Text(text.LEGEND, style="dim"))
     if report.compare is not None:
-        from kvgate.report.compare_text import render_compare_terminal
-
         console.print()
-        render_compare_terminal(report.compare, console)
+        compare_table(report.compare, console)
     console.print(gate_text(report))
+
+
+CHANGE_STYLE = {
+    "regression": "bold red",
+    "improvement": "green",
+    "new": "cyan",
+    "removed": "cyan",
+    "same": "",
+}
+
+
+TERMINAL_ORDER = (0, 6, 1, 2, 3, 4, 5)
+"""Columns of cells() in the terminal's order: slice and change first, then the figures."""
+KEEP_FIRST = (0, 6, 3, 1, 5, 2, 4)
+"""Which columns stay when the terminal is narrow: slice, change, ΔCFR, counts, decision, CFR, upper."""
+
+
+def fitted(rows: list[list[str]], width: int) -> list[int]:
+    """The columns of cells() that fit in `width` (two cells between columns), in TERMINAL_ORDER; a
+    column is left out whole rather than cut."""
+    widths = [
+        max(cell_len(compare_text.HEADERS[1 + i]), *(cell_len(r[i]) for r in rows))
+        for i in range(len(compare_text.HEADERS) - 1)
+    ]
+    chosen: list[int] = []
+    used = 0
+    for i in KEEP_FIRST:
+        if chosen and used + 2 + widths[i] > width:
+            continue
+        chosen.append(i)
+        used += widths[i] + (2 if len(chosen) > 1 else 0)
+    return [i for i in TERMINAL_ORDER if i in chosen]
+
+
+def compare_table(compare: Compare, console: Console) -> None:
+    console.print(Text(compare_text.headline(compare), style="bold"))
+    for arm in compare.arms:
+        decision = compare_text.arrow(arm.baseline_decision or "—", arm.decision or "—")
+        table = Table(
+            title=f"{compare_text.arm_label(arm)}: {decision} ({arm.change})",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        body = [compare_text.cells(s) for s in compare_text.shown_slices(arm)]
+        columns = fitted(body, console.width)
+        for i in columns:
+            table.add_column(
+                compare_text.HEADERS[1 + i],
+                justify="right" if 1 <= i <= 4 else "left",
+                no_wrap=i > 0,
+                overflow="fold",
+            )
+        for row in body:
+            table.add_row(
+                *(Text(row[i], style=CHANGE_STYLE.get(row[i], "")) if i == 6 else row[i] for i in columns)
+            )
+        console.print(table)
+        left_out = [
+            compare_text.HEADERS[1 + i] for i in range(len(compare_text.HEADERS) - 1) if i not in columns
+        ]
+        if left_out:
+            console.print(Text(f"  not shown at this width: {', '.join(left_out)}", style="dim"))

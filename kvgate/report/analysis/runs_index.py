@@ -39,7 +39,7 @@ def run_dirs(runs_dir: Path) -> list[Path]:
 
 def run_summary(run_dir: Path) -> dict[str, Any]:
     """One run's FIELDS, `path` and `note` (why it is unreadable, else null)."""
-    from kvgate.report.model import report_and_rows
+    from kvgate.report.analysis.build import report_and_rows
     from kvgate.rundir.integrity import verify_run
 
     row: dict[str, Any] = dict.fromkeys(FIELDS) | {"path": printable(run_dir), "note": None}

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.report.numbers import finite
-from kvgate.report.run_data import CaseTable
-from kvgate.report.slices import SliceGroup, column_group
+from kvgate.report.analysis.numbers import finite
+from kvgate.report.analysis.run_data import CaseTable
+from kvgate.report.analysis.slices import SliceGroup, column_group
 from kvgate.stats.intervals import cp_bounds
 from kvgate.stats.paired import N_OUTCOMES, PairedCounts, grouped_counts
 

@@ -16,9 +16,9 @@ import numpy as np
 from kvgate.gate import procedure as proc
 from kvgate.gate.decision import FAIL, NAMES
 from kvgate.gate.policy import Policy
+from kvgate.report.analysis.numbers import finite, ratio
+from kvgate.report.analysis.slices import CRITICAL, SliceGroup, is_gated
 from kvgate.report.document.slice import needed_clusters
-from kvgate.report.numbers import finite, ratio
-from kvgate.report.slices import CRITICAL, SliceGroup, is_gated
 from kvgate.stats.clusters import clusters_per_slice, multi_case_clusters
 from kvgate.stats.paired import BOTH_PASS, CACHE_INDUCED, N_OUTCOMES, PairedCounts, grouped_counts
 from kvgate.stats.power import min_detectable, passes_needed
@@ -162,7 +162,7 @@ def slice_rows(
     """One dict per slice, in group order, and whether the A/A noise floor of `all` is above τ.
 
     `critical_arm`: why every slice is critical (lossless arms: any candidate-only failure fails).
-    `clusters`: per case, its cluster code (report.slices.cluster_ids).
+    `clusters`: per case, its cluster code (analysis.slices.cluster_ids).
     """
     names = [n for g in groups for n in g.names]
     labels = [lab for g in groups for lab in g.labels]

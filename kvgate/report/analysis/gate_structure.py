@@ -8,8 +8,8 @@ import numpy as np
 from kvgate.gate.policy import NO_CLUSTER, Policy
 from kvgate.gate.procedure import Family
 from kvgate.gate.simulate import Structure
-from kvgate.report.run_data import CaseTable
-from kvgate.report.slices import cluster_ids, is_gated, slice_groups
+from kvgate.report.analysis.run_data import CaseTable
+from kvgate.report.analysis.slices import cluster_ids, is_gated, slice_groups
 
 
 def gate_structure(cases: CaseTable, policy: Policy) -> Structure:

@@ -20,7 +20,7 @@ import numpy as np
 
 from kvgate.engines.schedule import schedule_words
 from kvgate.engines.server.record import first_pass_counts
-from kvgate.report.run_data import ArmRows, CaseTable
+from kvgate.report.analysis.run_data import ArmRows, CaseTable
 from kvgate.treatments.matrix import LOAD_DEFAULTS
 from kvgate.workload.generators.block_edges import EDGE_COLUMN, EDGES
 

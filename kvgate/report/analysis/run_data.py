@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
-from kvgate.report.isolation import PassCounters
+from kvgate.report.analysis.isolation import PassCounters
 from kvgate.rundir.integrity import PartCheck
 from kvgate.rundir.result_part import read_part
 from kvgate.rundir.store import part_paths
@@ -36,14 +36,14 @@ CERTIFICATE_SCORES = (
     "certificate_relative_estimate_mean",
     "certificate_cap_share",
 )
-"""The certificate's per-case figures the report reads (report.certificate_attribution)."""
+"""The certificate's per-case figures the report reads (analysis.certificate_attribution)."""
 RESULT_COLUMNS = [
     "case_id", "arm", "replicate", "attempt", "passed", "fail_kind", "n_cached_tokens",
     "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
     *CERTIFICATE_SCORES, "kv_bytes",
 ]  # fmt: skip
 """What the report reads of each result part in one pass (rundir.result_part.read_part); texts are read
-only for failing examples (report.evidence) and token ids never. Parts stored before the certificate or
+only for failing examples (analysis.evidence) and token ids never. Parts stored before the certificate or
 the proof columns read them as null."""
 
 
@@ -319,7 +319,7 @@ class RunRows:
         self.kv_bytes = cols["kv_bytes"]
 
     def counters(self) -> PassCounters:
-        """The rows' cache counters, for the isolation check (report.isolation) without reading again."""
+        """The rows' cache counters, for the isolation check (analysis.isolation) without reading again."""
         return PassCounters(
             arm=self.arm,
             arm_names=self.arm_names,

@@ -1,4 +1,4 @@
-"""An arm's proof of treatment (`arms[].proof`, report.proof) in one line of words, for every format."""
+"""An arm's proof of treatment (`arms[].proof`, analysis.proof) in one line of words, for every format."""
 
 from __future__ import annotations
 
