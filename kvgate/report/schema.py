@@ -1,11 +1,11 @@
 """The report JSON's schema (`reports/templates/report.schema.json`, JSON Schema 2020-12) and its check.
 
 The schema is the contract of what `kvgate report --format json` and `kvgate run --json` print: every
-field, its type, its bounds and the decisions it may take. `docs/reference.md` describes the fields.
-Checking is slow beside building a report (on a million result rows with 10,100 failing examples it
-costs about half the report's own CPU time), so kvgate does not check by default; with
-`KVGATE_CHECK_REPORT=1` in the environment every report is checked before it is rendered (the test suite
-runs so), and one that does not fit is an internal error (exit 70).
+field, its type, its bounds and the decisions it may take; it is generated from the report's models
+(report.document), which check every report as it is built (58 ms of CPU for a report with 10,100
+failing examples). Checking the printed JSON against the schema as well is slower (on a million result
+rows about half the report's own CPU time), so kvgate does it only with `KVGATE_CHECK_REPORT=1` in the
+environment (the test suite runs so); a report that does not fit either is an internal error (exit 70).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A resolved treatment spec (kvgate.treatments.spec) as the run's manifest stores it, one model per kind;
-`Treatment` picks the model by `kind`."""
+`Treatment` picks the model by `kind`. Fields with a fixed set of values take the spec's own Literal
+types, so the report refuses exactly the values the spec refuses."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pydantic import ConfigDict, Field, StrictBool, StrictInt, model_validator
 from pydantic_core import PydanticCustomError
 
 from kvgate.report.document.base import Bounded, Confidence, Name, Object, Positive, Shape, absent
+from kvgate.treatments.eviction_methods import EvictionMethod
+from kvgate.treatments.spec import Convention, GGMLType, KVDtype, ReuseMode, Scale, Scope, Tier
 
 CERTIFICATE_SETTINGS = ("certificate_share", "certificate_floor", "certificate_confidence")
 
@@ -31,9 +34,9 @@ class SpecEviction(SpecBase):
     model_config = ConfigDict(json_schema_extra=_certificate_needs_settings)
 
     kind: Literal["eviction"]
-    method: Literal["streaming", "snapkv", "h2o", "knorm", "tova", "random"]
+    method: EvictionMethod
     ratio: Annotated[float, Bounded(minimum=0, exclusive_maximum=1)]
-    scope: Literal["prompt", "context"]
+    scope: Scope
     sink_tokens: Annotated[int, Field(strict=True, ge=0)]
     window: Positive
     seed: StrictInt
@@ -42,7 +45,7 @@ class SpecEviction(SpecBase):
     certificate_share: Annotated[float, Bounded(exclusive_minimum=0, maximum=1)] | None = absent()
     certificate_floor: Annotated[float, Bounded(exclusive_minimum=0, maximum=1)] | None = absent()
     certificate_confidence: Confidence | None = absent()
-    convention: Literal["kvpress"] | None = absent("Present only when not the default 'kvgate'.")
+    convention: Convention | None = absent("Present only when not the default 'kvgate'.")
 
     @model_validator(mode="after")
     def _certificate_settings_given(self) -> SpecEviction:
@@ -57,19 +60,20 @@ class SpecEviction(SpecBase):
 
 class SpecQuantize(SpecBase):
     kind: Literal["quantize"]
-    dtype: Literal["fp8_e4m3", "fp8_e5m2"]
-    scale: Literal["tensor", "head", "token"]
+    dtype: KVDtype
+    scale: Scale
+    dtype_v: GGMLType | None = absent("V's llama.cpp cache type when it differs from K's (`dtype`).")
 
 
 class SpecOffload(SpecBase):
     kind: Literal["offload"]
-    tier: Literal["host", "disk"]
+    tier: Tier
     block_size: Positive
 
 
 class SpecReuse(SpecBase):
     kind: Literal["reuse"]
-    mode: Literal["prefix", "span"]
+    mode: ReuseMode
     block_size: Positive
 
 
