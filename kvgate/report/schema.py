@@ -117,11 +117,12 @@ def shape_errors(error: ValidationError, limit: int = 5) -> str:
     return "; ".join(lines[:limit])
 
 
-def check_report(report: Report) -> None:
-    """ReportShapeError naming the first fields where the report's JSON breaks the schema. The report is
-    checked as JSON text would be read back, not as the objects that built it (the model checked those)."""
+def check_report(report: Report | dict[str, Any]) -> None:
+    """ReportShapeError naming the first fields where the report's JSON (or a parsed report) breaks the
+    schema. It is checked as JSON text would be read back, not as the objects that built it."""
     from kvgate.report.render.formats import render_json
 
-    errors = report_errors(json.loads(render_json(report)))
+    text = json.dumps(report) if isinstance(report, dict) else render_json(report)
+    errors = report_errors(json.loads(text))
     if errors:
         raise ReportShapeError("the report does not fit its schema: " + "; ".join(errors))
