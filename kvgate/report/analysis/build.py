@@ -199,7 +199,7 @@ def report_and_rows(
         context=context_group(cases, prompt_tokens),
         prompt_tokens=prompt_tokens,
         policy=policy,
-        broken={i["arm"] for i in isolation if not i["ok"]},
+        broken={i.arm for i in isolation if not i.ok},
         clusters=clusters,
         cases=cases if evidence else None,
         proofs=treatment_proofs(run_dir, manifest),

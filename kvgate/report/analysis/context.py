@@ -5,13 +5,12 @@ Buckets are the workload's `ctx_bucket` slices when it has them, else powers of 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from kvgate.report.analysis.numbers import finite
 from kvgate.report.analysis.run_data import CaseTable
 from kvgate.report.analysis.slices import SliceGroup, column_group
+from kvgate.report.document.findings import ContextPoint
 from kvgate.stats.intervals import cp_bounds
 from kvgate.stats.paired import N_OUTCOMES, PairedCounts, grouped_counts
 
@@ -33,7 +32,7 @@ def context_group(cases: CaseTable, prompt_tokens: np.ndarray) -> SliceGroup | N
 
 def by_context(
     group: SliceGroup | None, prompt_tokens: np.ndarray, outcomes: np.ndarray, confidence: float
-) -> list[dict[str, Any]]:
+) -> list[ContextPoint]:
     """Points (bucket, median prompt tokens, counts, CFR and bounds) in bucket order."""
     if group is None:
         return []
@@ -46,15 +45,15 @@ def by_context(
     for i, (name, p) in enumerate(zip(group.names, paired, strict=True)):
         tokens = prompt_tokens[(group.codes == i) & (prompt_tokens > 0)]
         points.append(
-            {
-                "bucket": next(iter(group.labels[i].values()), name),
-                "prompt_tokens": float(np.median(tokens)) if tokens.size else None,
-                "n_pairs": p.n_pairs,
-                "control_passes": p.control_passes,
-                "cache_induced_failures": p.cache_induced_failures,
-                "cfr": p.cfr,
-                "cfr_lower": finite(lower[i]),
-                "cfr_upper": finite(upper[i]),
-            }
+            ContextPoint(
+                bucket=next(iter(group.labels[i].values()), name),
+                prompt_tokens=float(np.median(tokens)) if tokens.size else None,
+                n_pairs=p.n_pairs,
+                control_passes=p.control_passes,
+                cache_induced_failures=p.cache_induced_failures,
+                cfr=p.cfr,
+                cfr_lower=finite(lower[i]),
+                cfr_upper=finite(upper[i]),
+            )
         )
     return points

@@ -9,6 +9,7 @@ import numpy as np
 
 from kvgate.report.analysis.numbers import finite, ratio
 from kvgate.report.analysis.run_data import ArmRows, RunRows
+from kvgate.report.document.report import IsolationCheck, NoiseFloor
 from kvgate.stats.intervals import cp_bounds
 
 REUSING_KINDS = {"reuse"}
@@ -28,7 +29,7 @@ def aa_flips(control: ArmRows, replicate: ArmRows | None) -> np.ndarray:
     return np.where(usable, (control.passed != replicate.passed).astype(np.int64), -1)
 
 
-def noise_floor(control: ArmRows, replicate: ArmRows | None, confidence: float) -> dict[str, Any] | None:
+def noise_floor(control: ArmRows, replicate: ArmRows | None, confidence: float) -> NoiseFloor | None:
     """Verdict flips between the control and its replicate, and the A/A analogue of CFR with its bound."""
     if replicate is None:
         return None
@@ -38,19 +39,19 @@ def noise_floor(control: ArmRows, replicate: ArmRows | None, confidence: float) 
     passes = int((usable & control.passed).sum())
     lost = int(np.count_nonzero(usable & control.passed & ~replicate.passed))
     _, upper = cp_bounds(np.array([lost]), np.array([passes]), confidence)
-    return {
-        "n_pairs": n,
-        "flips": flips,
-        "flip_rate": ratio(flips, n),
-        "control_passes": passes,
-        "replicate_failures": lost,
-        "aa_cfr": ratio(lost, passes),
-        "aa_cfr_upper": finite(upper[0]),
-        "token_divergences": int(np.count_nonzero(usable & (replicate.first_divergence >= 0))),
-    }
+    return NoiseFloor(
+        n_pairs=n,
+        flips=flips,
+        flip_rate=ratio(flips, n),
+        control_passes=passes,
+        replicate_failures=lost,
+        aa_cfr=ratio(lost, passes),
+        aa_cfr_upper=finite(upper[0]),
+        token_divergences=int(np.count_nonzero(usable & (replicate.first_divergence >= 0))),
+    )
 
 
-def isolation_checks(rows: RunRows, arms: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def isolation_checks(rows: RunRows, arms: dict[str, dict[str, Any]]) -> list[IsolationCheck]:
     """No cache hits outside reuse arms; hits on reuse arms (else reuse never happened)."""
     checks = []
     for arm, info in arms.items():
@@ -71,5 +72,5 @@ def isolation_checks(rows: RunRows, arms: dict[str, dict[str, Any]]) -> list[dic
             detail = (
                 "no cache hits" if ok else f"{hits} cases reported cache hits in an arm that may not reuse"
             )
-        checks.append({"arm": arm, "ok": ok, "cache_hit_cases": hits, "detail": detail})
+        checks.append(IsolationCheck(arm=arm, ok=ok, cache_hit_cases=hits, detail=detail))
     return checks
