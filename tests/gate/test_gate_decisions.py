@@ -126,6 +126,20 @@ def test_failures_spread_over_clusters_bound_the_icc() -> None:
         assert (float(v.rho) < 0.3) == low and v.codes[0] == FAIL
 
 
+def test_a_lone_cluster_never_decides_under_estimate() -> None:
+    """20 requests behind one system prompt (one cluster, no single case): whatever fails, the default
+    neither passes nor fails the arm — one cluster cannot tell per-case from whole-cluster defects
+    (docs/gate.md): even 20 of 20 failing leave its betting FAIL p-value above α."""
+    family = Family(np.array([0.05]), np.array([True]))
+    k = np.arange(21)
+    one = Clusters(np.zeros(1, dtype=np.int64), np.full((21, 1), 20), k[:, None])
+    v = decide_arm(
+        SliceCounts(k[:, None], np.full((21, 1), 20), np.ones((21, 1)), grouped=one), family, POLICY
+    )
+    assert (v.codes[:, 0] == INCONCLUSIVE).all()
+    assert (v.exceed_p[:, 0] > 0.05).all() and (v.lower[:, 0] == 0).all()
+
+
 def test_combine_and_exit_codes() -> None:
     assert combine(["pass", "error", "fail", "inconclusive"]) == "fail"
     assert combine(["pass", "error", "inconclusive"]) == "error"
