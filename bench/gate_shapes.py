@@ -97,6 +97,10 @@ def main() -> int:
         for aa in (0.05, 0.0):
             op = operating(structure, flat, runs, seed=6, scenario=Scenario(aa_rate=aa, replicate=True))
             record(f"ruler (150), A/A replicate flipping {aa:.0%}", "strata = []", op)
+        for level in (0.25, 0.05):
+            declared = replace(flat, aa_alpha=level)
+            op = operating(structure, declared, runs, seed=6, scenario=Scenario(aa_rate=0.05, replicate=True))
+            record("ruler (150), A/A replicate flipping 5%", f"strata = [], aa_alpha = {level:g}", op)
         for defects in ("independent", "cluster"):
             op = operating(gate_structure(reuse, flat), flat, runs, seed=7, scenario=Scenario(defects))
             record(f"reuse (16 groups of 4), {defects} defects", "strata = []", op)
