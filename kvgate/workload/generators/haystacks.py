@@ -11,6 +11,7 @@ boundaries chosen by depth.
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Sequence
 from functools import cache
@@ -18,6 +19,7 @@ from pathlib import Path
 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 HAYSTACKS = ("noise", "essay")
+_SENTENCE_ENDS = frozenset(".?!")
 
 
 @cache
@@ -30,6 +32,13 @@ def essay_sentences() -> tuple[str, ...]:
 def essay_words() -> tuple[str, ...]:
     """The essays as one stream of whitespace-separated words (titles included)."""
     return tuple((Path(__file__).with_name("essays.txt")).read_text(encoding="utf-8").split())
+
+
+@cache
+def essay_sentence_starts() -> tuple[int, ...]:
+    """The positions in `essay_words` where a sentence starts (the first word, and each after a '.')."""
+    words = essay_words()
+    return (0, *(i + 1 for i, w in enumerate(words[:-1]) if w.endswith(".")))
 
 
 def haystack_units(kind: str, n: int, rng: random.Random) -> list[str]:
@@ -53,8 +62,7 @@ def haystack_words(kind: str, n: int, rng: random.Random) -> list[str]:
         start = 0
     elif kind == "essay":
         words = essay_words()
-        starts = [0, *(i + 1 for i, w in enumerate(words[:-1]) if w.endswith("."))]
-        start = rng.choice(starts)
+        start = rng.choice(essay_sentence_starts())
     else:
         raise ValueError(f"unknown haystack {kind!r}; known: 'noise', 'essay'")
     return [words[(start + i) % len(words)] for i in range(n)]
@@ -63,17 +71,24 @@ def haystack_words(kind: str, n: int, rng: random.Random) -> list[str]:
 def place(words: Sequence[str], needles: Sequence[tuple[float, str]]) -> str:
     """Join `words`, inserting each (depth, text) needle at the sentence boundary nearest to
     `depth * len(words)`; needles at the same boundary keep their given order."""
-    boundaries = [0, *(i + 1 for i, w in enumerate(words) if w.endswith((".", "?", "!")))]
+    boundaries = [0, *(i + 1 for i, w in enumerate(words) if w[-1:] in _SENTENCE_ENDS)]
     if boundaries[-1] != len(words):
         boundaries.append(len(words))
     at: dict[int, list[str]] = {}
     for depth, text in needles:
         target = depth * len(words)
-        spot = min(boundaries, key=lambda b: (abs(b - target), b))
+        k = bisect.bisect_left(boundaries, target)  # the nearest boundary, the lower one on a tie
+        spot = (
+            boundaries[k - 1]
+            if k == len(boundaries) or (k and target - boundaries[k - 1] <= boundaries[k] - target)
+            else boundaries[k]
+        )
         at.setdefault(spot, []).append(text)
     out: list[str] = []
-    for i in range(len(words) + 1):
-        out.extend(at.get(i, ()))
-        if i < len(words):
-            out.append(words[i])
+    previous = 0
+    for spot in sorted(at):
+        out.extend(words[previous:spot])
+        out.extend(at[spot])
+        previous = spot
+    out.extend(words[previous:])
     return " ".join(out)
