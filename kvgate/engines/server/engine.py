@@ -42,7 +42,7 @@ import httpx
 from kvgate.contained import check_contained
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_seconds
-from kvgate.engines.kv_cache_facts import NO_FACTS, cache_facts, metrics_cache_config
+from kvgate.engines.kv_cache_facts import NO_FACTS, KVCacheFacts, cache_facts, metrics_cache_config
 from kvgate.engines.options import vllm_engine_arg_names
 from kvgate.engines.schedule import (
     ScheduleCounts,
@@ -288,6 +288,8 @@ class ServerSession(ServedSession):
             config = None if started is None else metrics_cache_config(started)
             dtype = engine.base_args.get("dtype")
             self.cache = NO_FACTS if config is None else cache_facts(config, dtype)
+            if engine.flavour is not None:
+                self.cache = KVCacheFacts(self._flavour_kv_dtype(engine.flavour), None)
             self.client = self.loop.run_until_complete(self._client())
         except BaseException:
             self.close()
@@ -509,6 +511,16 @@ class ServerSession(ServedSession):
             return list(await asyncio.gather(*(cancel(r) for r in requests)))
 
         return sum(self.loop.run_until_complete(every()))
+
+    def _flavour_kv_dtype(self, flavour: Flavour) -> str | None:
+        """The KV dtype the flavour's server names for itself (its info answer), or None."""
+        if flavour.info_path is None:
+            return None
+        try:
+            status, body = bounded_http.request("GET", f"{self.url}{flavour.info_path}", 10.0)
+            return flavour.kv_dtype(json.loads(body)) if status == 200 else None
+        except (httpx.HTTPError, TimeoutError, ValueError):
+            return None
 
     def _metrics(self) -> str | None:
         """The server's Prometheus text, or None without `/metrics`."""

@@ -97,9 +97,13 @@ class StubOptions:
     ignore_kv_cache_dtype: bool = False
     stale_after_abort: bool = False
 
+    def cache_config_dtype(self) -> str:
+        """The KV dtype it stores: `--kv-cache-dtype`, unless the planted no-op ignores it."""
+        return "auto" if self.ignore_kv_cache_dtype else self.kv_cache_dtype
+
     def cache_config_info(self) -> str:
         """The `vllm:cache_config_info` series this server's flags make."""
-        dtype = "auto" if self.ignore_kv_cache_dtype else self.kv_cache_dtype
+        dtype = self.cache_config_dtype()
         element = 1 if dtype.startswith("fp8") else ELEMENT_BYTES.get(self.dtype, 4)
         bought = self.kv_cache_memory_bytes // (STUB_KV_ELEMENTS * element * self.block_size)
         blocks = self.num_gpu_blocks_override or bought
@@ -174,6 +178,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._trickle(json.dumps({"object": "list", "data": [{"id": "stub"}]}).encode())
                 return
             self._json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+        elif self.path == "/get_server_info":  # SGLang's resolved server arguments
+            self._json(200, {"kv_cache_dtype": self.state.options.cache_config_dtype(), "version": "stub"})
         elif self.path == "/metrics":
             text = (
                 "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.\n"

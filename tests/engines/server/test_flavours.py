@@ -221,6 +221,27 @@ def test_a_launched_sglang_gets_its_flags_and_honours_them(
     assert engine.fingerprint()["flavour"] == "sglang"
 
 
+def test_a_launched_sglang_names_the_kv_dtype_it_stores(
+    answers_file: Path, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    """The rows carry the dtype SGLang's /get_server_info names (its resolved --kv-cache-dtype), the
+    proof's evidence; a server that ignores the flag (the planted no-op) names its own."""
+    engine = ServerEngine(
+        resolve_model(str(stub_model)), command=launch_template(answers_file, "--flavour sglang"),
+        flavour="sglang", ready_s=30.0,
+    )  # fmt: skip
+    session = _session(engine, Quantize("fp8", dtype="fp8_e4m3"), tmp_path)
+    assert {g.kv_dtype for g in session.generate(cases[:2])} == {"fp8_e4m3"}
+    session.close()
+    ignoring = ServerEngine(
+        resolve_model(str(stub_model)), flavour="sglang", ready_s=30.0,
+        command=launch_template(answers_file, "--flavour sglang", "--ignore-kv-cache-dtype"),
+    )  # fmt: skip
+    session = _session(ignoring, Quantize("fp8", dtype="fp8_e4m3"), tmp_path)
+    assert {g.kv_dtype for g in session.generate(cases[:2])} == {"auto"}
+    session.close()
+
+
 def test_a_launched_trtllm_reads_its_config_file(
     answers_file: Path, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
 ) -> None:

@@ -56,6 +56,15 @@ class Flavour(Protocol):
         """The answer as a Completion, or MalformedResponse naming what is missing."""
         ...
 
+    @property
+    def info_path(self) -> str | None:
+        """Where the server names the KV dtype it stores (GET, JSON), or None when it names none."""
+        ...
+
+    def kv_dtype(self, info: Any) -> str | None:
+        """The KV dtype the server's info answer names, or None."""
+        ...
+
 
 def quantize_part(treatment: Treatment) -> Quantize | None:
     return next((p for p in treatment.parts() if isinstance(p, Quantize)), None)

@@ -37,6 +37,8 @@ STOP_REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
 class LlamaServer:
     name: str = "llama-server"
     salted: bool = False
+    info_path: str | None = None
+    """llama-server names its cache types in its log, not in an answer kvgate reads."""
 
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
         return ["llama-server", "-m", model, "--host", host, "--port", str(port)]
@@ -96,6 +98,9 @@ class LlamaServer:
         finish = STOP_REASONS.get(stop) if isinstance(stop, str) else None
         logprobs = _logprobs(body.get("completion_probabilities"), tokens)
         return Completion(tokens, text, finish, logprobs, n_prompt, cached)
+
+    def kv_dtype(self, info: Any) -> str | None:
+        return None
 
 
 def _logprobs(value: Any, tokens: tuple[int, ...]) -> tuple[float, ...]:

@@ -41,6 +41,8 @@ MAPPED = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
 class SGLang:
     name: str = "sglang"
     salted: bool = True
+    info_path: str | None = "/get_server_info"
+    """SGLang's server arguments as it resolved them: `kv_cache_dtype` is the dtype it stores."""
 
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
         return [
@@ -120,6 +122,10 @@ class SGLang:
         return Completion(
             tokens, text, reason, _logprobs(meta.get("output_token_logprobs"), tokens), n_prompt, cached
         )
+
+    def kv_dtype(self, info: Any) -> str | None:
+        dtype = info.get("kv_cache_dtype") if isinstance(info, dict) else None
+        return dtype if isinstance(dtype, str) and dtype else None
 
 
 def _logprobs(value: Any, tokens: tuple[int, ...]) -> tuple[float, ...]:

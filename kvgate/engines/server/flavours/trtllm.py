@@ -39,6 +39,8 @@ HOST_CACHE_BYTES = 1 << 30
 class TensorRTLLM:
     name: str = "trtllm"
     salted: bool = False
+    info_path: str | None = None
+    """trtllm-serve names no KV dtype in an answer kvgate reads (its /metrics gives block counts)."""
 
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
         return ["trtllm-serve", model, "--host", host, "--port", str(port), "--backend", "pytorch"]
@@ -97,3 +99,6 @@ class TensorRTLLM:
 
     def parse(self, body: Any, n_prompt: int) -> Completion:
         return parse_completion(body, n_prompt)
+
+    def kv_dtype(self, info: Any) -> str | None:
+        return None
