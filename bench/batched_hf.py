@@ -67,6 +67,8 @@ def side(engine: Any, cases: list[Any], batch_size: int, dynamic: bool) -> tuple
     from transformers import DynamicCache
 
     from kvgate.engines.base import ArmSetup
+    from kvgate.runner.passes import ArmRun
+    from kvgate.runner.run import plan_batches
     from kvgate.treatments.spec import Full
 
     setup = ArmSetup("full", 0, Full("full"), f"bench:{batch_size}:{dynamic}", batch_size=batch_size)
@@ -75,11 +77,14 @@ def side(engine: Any, cases: list[Any], batch_size: int, dynamic: bool) -> tuple
         session._cache = lambda capacity, certified: DynamicCache(config=engine.model.config)
     if engine.device.type == "cuda":
         torch.cuda.synchronize()
+    run = ArmRun(setup.treatment, 0, 0, tuple(cases))
+    batches = plan_batches(run, {c.case_id for c in cases}, batch_size)  # as `kvgate run` hands them
     cpu, wall = time.process_time(), time.perf_counter()
-    out = session.generate(cases)
+    by_id = {c.case_id: g for b in batches for c, g in zip(b, session.generate(b), strict=True)}
     if engine.device.type == "cuda":
         torch.cuda.synchronize()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    out = [by_id[c.case_id] for c in cases]
     session.close()
     return cpu, wall, out
 
@@ -87,8 +92,25 @@ def side(engine: Any, cases: list[Any], batch_size: int, dynamic: bool) -> tuple
 SIDES = {"one at a time": (1, False), "batched": (CASES, False), "batched, dynamic cache": (CASES, True)}
 
 
-def measure(engine: Any, cases: list[Any], reps: int) -> dict[str, Any]:
-    names = list(SIDES)
+def continuation_cases(groups: list[list[Any]], new: int) -> list[Any]:
+    """Cases that generate `new` tokens on a mixed suite: each passkey case's context alone (no question,
+    no chat turn end: the model continues the text rather than answer and stop), cut to one length per
+    group, the groups' cases interleaved (lengths alternate, as in a mixed suite)."""
+    cut = []
+    for group in groups:
+        n = min(c.question_start for c in group)
+        cut.append([
+            dataclasses.replace(
+                c, case_id=f"{c.case_id}:{n}", prompt_token_ids=c.prompt_token_ids[:n], n_prompt_tokens=n,
+                question_start=None, max_new_tokens=new,
+            )
+            for c in group
+        ])  # fmt: skip
+    return [c for row in zip(*cut, strict=True) for c in row]
+
+
+def measure(engine: Any, cases: list[Any], reps: int, sides: list[str] | None = None) -> dict[str, Any]:
+    names = sides or list(SIDES)
     runs: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
     tokens = 0
     identical = True
@@ -106,6 +128,36 @@ def measure(engine: Any, cases: list[Any], reps: int) -> dict[str, Any]:
         identical &= all(o == outputs["one at a time"] for o in outputs.values())
         tokens = sum(len(t) for t in outputs["one at a time"])
     return {"runs": runs, "tokens": tokens, "identical": identical}
+
+
+def mixed_section(
+    r: dict[str, Any], lengths: list[int], new: int, args: argparse.Namespace, load: str
+) -> str:
+    """The mixed-suite section: one at a time against batched, both through the runner's batch plan."""
+    runs, tokens, n = r["runs"], r["tokens"], len(r["lengths"])
+    speedup = common.median(ratios(runs, "one at a time", "batched", 0))
+    long_enough = tokens >= 0.9 * new * n
+    target = TARGETS[64]
+    met = common.verdict(speedup >= target) if long_enough else "not measured (the answers ended at EOS)"
+    cpu = {name: [c for c, _ in runs[name]] for name in runs}
+    rows = [
+        [name, f"{common.median(cpu[name]):.2f}", f"{tokens / common.median(cpu[name]):.1f}",
+         "/".join(f"{c:.2f}" for c in cpu[name])]
+        for name in runs
+    ]  # fmt: skip
+    return (
+        f"## Batched hf engine on a mixed suite, {new} new tokens ({args.device})\n\n"
+        + common.provenance([common.PYTHON, __file__, *sys.argv[1:]], load)
+        + f"- workload: {n} cases, prompt lengths {'/'.join(map(str, lengths))} alternating (passkey "
+        f"contexts continued as text, so each decodes to max_new_tokens {new}: {tokens} tokens generated), "
+        f"greedy, the full-cache control; batches planned as `kvgate run` plans them (ordered by prompt "
+        f"length: batch size {CASES} gives {n // CASES} equal-length batches; in the workload's order none "
+        f"would be); {args.reps} repetitions, the order rotating; torch threads 1\n"
+        f"- batched speed-up (median of per-repetition CPU ratios): **{speedup:.2f}×** (target ≥ {target} "
+        f"on ≥ 64 new tokens: {met}); same tokens on both sides in every repetition: {r['identical']}\n\n"
+        + common.table(["side", "CPU s (median)", "tokens/CPU-s", "each repetition's CPU s"], rows)
+        + "\n"
+    )
 
 
 def ratios(runs: dict[str, list[tuple[float, float]]], a: str, b: str, i: int) -> list[float]:
@@ -163,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     parser.add_argument("--only", type=int, action="append", help="12 or 64: that workload alone")
+    parser.add_argument(
+        "--mixed", type=int, default=None, metavar="NEW",
+        help="instead: 2x8 cases of --length and --length+64 tokens alternating, NEW new tokens each",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     args.reps = args.reps or (2 if args.quick else 3)
     import torch
@@ -173,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     load = common.load_average()
     engine = HFEngine(resolve_model(MODEL), device=args.device)
+    if args.mixed is not None:
+        return mixed(engine, args, load)
     result = {}
     with tempfile.TemporaryDirectory(prefix="kvgate-bench-batched-") as tmp:
         passkey = cases_of(args.length, 12, Path(tmp))
@@ -191,6 +249,20 @@ def main(argv: list[str] | None = None) -> int:
         }
         common.write_section(name, text, data)
     return 0 if all(r["identical"] for r in result.values()) else 1
+
+
+def mixed(engine: Any, args: argparse.Namespace, load: str) -> int:
+    with tempfile.TemporaryDirectory(prefix="kvgate-bench-batched-") as tmp:
+        groups = [cases_of(length, args.mixed, Path(tmp)) for length in (args.length, args.length + 64)]
+    cases = continuation_cases(groups, args.mixed)
+    r = measure(engine, cases, args.reps, ["one at a time", "batched"])
+    r["lengths"] = [len(c.prompt_token_ids) for c in cases]
+    lengths = sorted(set(r["lengths"]))
+    text = mixed_section(r, lengths, args.mixed, args, load)
+    print(text)
+    if not args.no_write:
+        common.write_section(f"batched_hf_mixed_{args.device}", text, r)
+    return 0 if r["identical"] else 1
 
 
 if __name__ == "__main__":
