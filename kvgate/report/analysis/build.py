@@ -202,7 +202,7 @@ def report_and_rows(
         broken={i.arm for i in isolation if not i.ok},
         clusters=clusters,
         cases=cases if evidence else None,
-        proofs=treatment_proofs(run_dir, manifest),
+        proofs=treatment_proofs(run_dir, manifest, rows.table),
     )
     candidates = manifest["matrix"]["candidates"]
     if policy.sequential:

@@ -67,7 +67,7 @@ def quantised(dtype: str) -> bool:
 class _Rows:
     """The stored rows' columns as numpy arrays; −1 where an integer counter is null."""
 
-    case_ids: list[Any]
+    case_ids: pa.ChunkedArray
     arm: np.ndarray
     arm_names: list[str]
     replicate: np.ndarray
@@ -94,7 +94,7 @@ class _Rows:
         fail_kind, kinds = dictionary_codes(table["fail_kind"])
         errors = [i for i, k in enumerate(kinds) if k in ("engine_error", "timeout")]
         return _Rows(
-            case_ids=table["case_id"].to_pylist(),
+            case_ids=table["case_id"],
             arm=arm,
             arm_names=arm_names,
             replicate=ints("replicate"),
@@ -124,9 +124,13 @@ class _Rows:
         return float(self.kv_bytes[known].sum() / self.kept[known].sum())
 
 
-def treatment_proofs(run_dir: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each candidate arm's proof (the report's `arms[].proof`), from every stored row of the run."""
-    rows = _Rows.of(read_results(run_dir, READ))
+def treatment_proofs(
+    run_dir: Path, manifest: dict[str, Any], table: pa.Table | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each candidate arm's proof (the report's `arms[].proof`), from every stored row of the run: the
+    READ columns of `table` where the report has read them already (analysis.run_data.RunRows), else
+    read from the run's parts."""
+    rows = _Rows.of(table.select(READ) if table is not None else read_results(run_dir, READ))
     control = rows.of_arm(manifest["matrix"]["control"]) & (rows.replicate == 0) & (rows.attempt == 0)
     baseline = rows.bytes_per_entry(control)
     questions = _question_starts(manifest, rows)
@@ -158,7 +162,7 @@ def _question_starts(manifest: dict[str, Any], rows: _Rows) -> np.ndarray | None
     with pq.ParquetFile(manifest["workload_path"]) as workload:
         table = workload.read(columns=["case_id", "question_start"], use_threads=False)
     starts = dict(zip(table["case_id"].to_pylist(), table["question_start"].to_pylist(), strict=True))
-    return np.array([starts.get(c) or -1 for c in rows.case_ids], dtype=np.int64)
+    return np.array([starts.get(c) or -1 for c in rows.case_ids.to_pylist()], dtype=np.int64)
 
 
 class _Proof:
@@ -274,7 +278,7 @@ def _evicted(
     proof.prompt += int(prompt[counted].sum())
     if over.size:
         i = int(over[0])
-        case = rows.case_ids[int(np.flatnonzero(mask)[i])]
+        case = rows.case_ids[int(np.flatnonzero(mask)[i])].as_py()
         proof.missing.append(
             f"{label}: kept more KV entries than ratio {ratio:g} allows in {over.size} of {mask.sum()} cases "
             f"(case {case}: {kept[i]} of {prompt[i]} kept, at most {bound[i]}): the eviction did not run"

@@ -24,7 +24,7 @@ from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
 from kvgate.report.analysis.isolation import PassCounters
 from kvgate.rundir.integrity import PartCheck
-from kvgate.rundir.result_part import read_part
+from kvgate.rundir.result_part import PROOF_COLUMNS, read_part
 from kvgate.rundir.store import part_paths
 from kvgate.workload.decoded_size import read_bounded
 from kvgate.workload.schema import open_workload
@@ -40,11 +40,12 @@ CERTIFICATE_SCORES = (
 RESULT_COLUMNS = [
     "case_id", "arm", "replicate", "attempt", "passed", "fail_kind", "n_cached_tokens",
     "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
-    *CERTIFICATE_SCORES, "kv_bytes",
+    *CERTIFICATE_SCORES, *PROOF_COLUMNS,
 ]  # fmt: skip
 """What the report reads of each result part in one pass (rundir.result_part.read_part); texts are read
 only for failing examples (analysis.evidence) and token ids never. Parts stored before the certificate or
-the proof columns read them as null."""
+the proof columns read them as null. The proof of treatment (analysis.proof) reads its columns from the
+same table (`RunRows.table`)."""
 
 
 @dataclass(frozen=True)
@@ -295,8 +296,10 @@ class RunRows:
         self.offset = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
             np.cumsum(lengths) - lengths, lengths
         )
-        if parts:
-            table = pa.concat_tables(parts)
+        table = pa.concat_tables(parts) if parts else None
+        self.table = table
+        """The columns read (None without rows), for the proof of treatment."""
+        if table is not None:
             arm, arm_values = dictionary_codes(table["arm"])
             unknown = sorted(set(arm_values) - set(arm_names))
             if unknown:
