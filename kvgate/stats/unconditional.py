@@ -22,6 +22,9 @@ from scipy.special import bdtrc, gammaln
 
 PSI_GRID = np.concatenate([np.geomspace(1e-4, 0.05, 60), np.linspace(0.05, 1 - 1e-9, 240)[1:]])
 """ψ = p_b + p_c values the supremum is taken over: dense near 0 (few discordant pairs), to 1."""
+FULL_UP_TO = 4_000
+"""Up to this many pairs every discordant count is summed; beyond, only the window of each ψ's binomial
+that holds its mass (a report over 10⁶ rows has slices of 10⁵ pairs and more)."""
 
 
 @lru_cache(maxsize=65_536)
@@ -33,11 +36,19 @@ def _pvalue(b: int, c: int, n: int) -> float:
     need = np.ceil((s + z * np.sqrt(s)) / 2 - 1e-9)  # smallest b' with z(b', s − b') ≥ z
     inner = np.where(need <= 0, 1.0, np.where(need > s, 0.0, bdtrc(np.maximum(need - 1, 0), s, 0.5)))
     inner[0] = 0.0  # no discordant pair: z = 0 < the observed z
-    psi = PSI_GRID[:, None]
-    log_pmf = (
-        gammaln(n + 1) - gammaln(s + 1) - gammaln(n - s + 1) + s * np.log(psi) + (n - s) * np.log1p(-psi)
-    )
-    return float(min(1.0, (np.exp(log_pmf) @ inner).max()))
+    log_choose = gammaln(n + 1) - gammaln(s + 1) - gammaln(n - s + 1)
+    if n <= FULL_UP_TO:
+        psi = PSI_GRID[:, None]
+        log_pmf = log_choose + s * np.log(psi) + (n - s) * np.log1p(-psi)
+        return float(min(1.0, (np.exp(log_pmf) @ inner).max()))
+    best = 0.0
+    for psi in PSI_GRID:  # Binomial(n, ψ) outside nψ ± (12σ + 12) holds < 1e-30: left out
+        half = 12.0 * np.sqrt(n * psi * (1 - psi)) + 12.0
+        lo, hi = max(0, int(n * psi - half)), min(n, int(n * psi + half) + 1)
+        w = s[lo : hi + 1]
+        log_pmf = log_choose[lo : hi + 1] + w * np.log(psi) + (n - w) * np.log1p(-psi)
+        best = max(best, float(np.exp(log_pmf) @ inner[lo : hi + 1]))
+    return min(1.0, best)
 
 
 def paired_worse_pvalue(b: np.ndarray, c: np.ndarray, n: np.ndarray) -> np.ndarray:

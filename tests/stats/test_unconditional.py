@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from kvgate.stats import unconditional
 from kvgate.stats.unconditional import paired_worse_pvalue
 
 
@@ -60,3 +61,14 @@ def test_no_evidence_gives_one() -> None:
         list(paired_worse_pvalue(np.array([0, 2, 3]), np.array([0, 2, 5]), np.array([10, 10, 10])))
         == [1.0] * 3
     )
+
+
+def test_large_samples_sum_only_where_the_mass_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond FULL_UP_TO pairs each ψ's binomial is summed over its window only: the same p-values."""
+    tables_ = [(5, 0, 6000), (120, 80, 5000), (60, 20, 10000)]
+    windowed = [unconditional._pvalue(b, c, n) for b, c, n in tables_]
+    monkeypatch.setattr(unconditional, "FULL_UP_TO", 10**9)
+    unconditional._pvalue.cache_clear()
+    full = [unconditional._pvalue(b, c, n) for b, c, n in tables_]
+    unconditional._pvalue.cache_clear()
+    assert windowed == pytest.approx(full, rel=1e-12, abs=1e-18)
