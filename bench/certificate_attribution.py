@@ -8,7 +8,10 @@ and within each stratum of value type (UUID or word needle, read from the expect
 length, where the kind of case no longer stands in for the kind of failure. A stratum with fewer than
 `MIN_PER_KIND` failures of either kind gets no AUC, as in the report.
 
-    .venv/bin/python bench/certificate_attribution.py RUN_DIR WORKLOAD.parquet [--arm streaming-50-cert]
+    .venv/bin/python bench/certificate_attribution.py RUN_DIR WORKLOAD.parquet [RUN_DIR WORKLOAD.parquet ...]
+        [--arm streaming-50-cert]
+
+Several runs (each with its frozen workload) are pooled as one: their failures scored together.
 """
 
 from __future__ import annotations
@@ -84,15 +87,17 @@ def aucs(group: list[dict[str, Any]], confidence: float) -> tuple[int, int, dict
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("workload", type=Path)
+    parser.add_argument("runs", type=Path, nargs="+", help="RUN_DIR WORKLOAD.parquet, one pair per run")
     parser.add_argument("--control", default="full")
     parser.add_argument("--arm", default="streaming-50-cert")
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     load_before = common.load_average()
-    found = failures(args.run_dir, args.workload, args.control, args.arm)
+    if len(args.runs) % 2:
+        parser.error("give each run directory with its workload: RUN_DIR WORKLOAD.parquet [...]")
+    pairs = list(zip(args.runs[::2], args.runs[1::2], strict=True))
+    found = [f for run, workload in pairs for f in failures(run, workload, args.control, args.arm)]
     strata: list[tuple[str, list[dict[str, Any]]]] = [("all (pooled)", found)]
     for value in sorted({f["value"] for f in found}):
         strata.append((f"{value} needles", [f for f in found if f["value"] == value]))
@@ -109,10 +114,12 @@ def main() -> int:
             for v in (result[s] for s in SCORES)
         ]
         rows.append([label, n_cio, n_own, *cells])
+    names = ", ".join(f"`{run.name}`" for run, _ in pairs)
     md = (
         "## Attention-error certificate: attribution AUC, pooled single needles (embedded model)\n\n"
         + common.provenance([sys.executable, *sys.argv], load_before)
-        + f"- run `{args.run_dir.name}`, arm `{args.arm}` against `{args.control}`; the candidate's failures "
+        + f"- run{'s' if len(pairs) > 1 else ''} {names}, arm `{args.arm}` against `{args.control}`; "
+        f"the candidate's failures "
         f"scored as the report scores them; AUC: a cache-induced failure scores above an own failure (ties "
         f"½), DeLong {args.confidence:.0%} interval; 'too few': under {MIN_PER_KIND} of a kind\n\n"
         + common.table(["failures", "cache-induced", "own", *(LABELS[s] for s in SCORES)], rows)
