@@ -1,8 +1,9 @@
 """Every benchmark, one fresh process each, then bench/RESULTS.md (what `make bench` runs).
 
 Order: start-up, the hf engine's first generation, growth, the 4K freeze, the gate's operating
-characteristics, Ray scaling, the batched hf engine, harness overhead on hf, then on vLLM, then the
-report-at-1M-rows benchmark (`bench_report.py`, another developer's, when present; it writes its own section).
+characteristics, Ray scaling, the batched hf engine, the hf prefill's variants, harness overhead on hf,
+then on vLLM, then the report-at-1M-rows benchmark (`bench_report.py`, another developer's, when
+present; it writes its own section).
 A vLLM half that was skipped or failed (the engine missing or mid-edit) is tried once more at the end.
 Targets missed are reported, not fatal: the exit code is non-zero only when a benchmark crashed.
 
@@ -26,6 +27,7 @@ SCRIPTS = (
     ("gate_operating.py",),
     ("ray_scaling.py",),
     ("batched_hf.py",),
+    ("prefill_variants.py",),
     ("harness_overhead.py", "--engine", "hf"),
     ("harness_overhead.py", "--engine", "vllm"),
 )

@@ -1,0 +1,147 @@
+"""The hf control's prefill under attention implementations, thread counts and dtypes, side by side.
+
+One smoke case's prompt (frozen for the embedded model) is prefilled through the engine's own forward
+(`forward_at`, a fresh cache each time) under each variant; repetitions alternate the variants in a
+rotating order, and the figure per variant is the median of its CPU-second ratios to the control
+(sdpa, float32, one thread) measured back to back. Each variant then decodes the case greedily for
+`--new` tokens: "same tokens" says whether its answer is the control's, token for token (the condition
+for changing a default). CPU seconds are the process's, so a second thread's work counts.
+
+    .venv/bin/python bench/prefill_variants.py [--quick] [--reps N] [--new N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import common
+from workloads import freeze_for_model
+
+import kvgate.engines.hf  # noqa: F401  (OpenMP's passive waits, set before main() imports torch)
+
+VARIANTS = {  # name → (attention implementation, dtype, torch threads)
+    "sdpa, float32, 1 thread (control)": ("sdpa", "float32", 1),
+    "sdpa, float32, 2 threads": ("sdpa", "float32", 2),
+    "eager, float32, 1 thread": ("eager", "float32", 1),
+    "sdpa, bfloat16, 1 thread": ("sdpa", "bfloat16", 1),
+}
+CONTROL = next(iter(VARIANTS))
+
+
+def engines() -> dict[str, Any]:
+    from kvgate.engines.hf.engine import HFEngine
+    from kvgate.models import resolve_model
+
+    out: dict[str, Any] = {}
+    by_dtype: dict[str, Any] = {}
+    for name, (_, dtype, _) in VARIANTS.items():
+        if dtype not in by_dtype:
+            by_dtype[dtype] = HFEngine(resolve_model("smollm2-135m"), dtype=dtype)
+        out[name] = by_dtype[dtype]
+    return out
+
+
+def prefill_cpu(engine: Any, name: str, ids: Any) -> float:
+    import torch
+    from transformers import DynamicCache
+
+    from kvgate.engines.hf.forward import forward_at
+
+    attention, _, threads = VARIANTS[name]
+    torch.set_num_threads(threads)
+    engine.model.set_attn_implementation(attention)
+    with torch.inference_mode():
+        cache = DynamicCache(config=engine.model.config)
+        start = time.process_time()
+        forward_at(engine.model, ids, cache, 0)
+        return time.process_time() - start
+
+
+def answer(engine: Any, name: str, case: Any) -> tuple[int, ...]:
+    import torch
+
+    from kvgate.engines.base import ArmSetup
+    from kvgate.treatments.spec import Full
+
+    attention, _, threads = VARIANTS[name]
+    torch.set_num_threads(threads)
+    engine.model.set_attn_implementation(attention)
+    session = engine.open(ArmSetup("full", 0, Full("full"), f"bench:{name}"))
+    (generation,) = session.generate([case])
+    session.close()
+    return tuple(generation.output_token_ids)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="2 repetitions")
+    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--new", type=int, default=12)
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
+    args = parser.parse_args(argv)
+    args.reps = args.reps or (2 if args.quick else 5)
+    import dataclasses
+
+    import torch
+
+    from kvgate.workload.schema import read_workload
+
+    load = common.load_average()
+    here = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="kvgate-bench-prefill-") as tmp:
+        cases = read_workload(freeze_for_model(here / "suites" / "smoke.toml", Path(tmp) / "w.parquet")).cases
+    case = dataclasses.replace(
+        max(cases, key=lambda c: len(c.prompt_token_ids or ())), max_new_tokens=args.new
+    )
+    ids = torch.tensor([case.prompt_token_ids])
+    by_name = engines()
+    names = list(VARIANTS)
+    for name in names:  # warm-up
+        prefill_cpu(by_name[name], name, ids)
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    for rep in range(args.reps):
+        for name in names[rep % len(names) :] + names[: rep % len(names)]:
+            cpu[name].append(prefill_cpu(by_name[name], name, ids))
+    tokens = {name: answer(by_name[name], name, case) for name in names}
+    rows = []
+    for name in names:
+        ratio = common.median([a / b for a, b in zip(cpu[name], cpu[CONTROL], strict=True)])
+        rows.append([
+            name, f"{common.median(cpu[name]):.3f}", f"{ratio:.3f}×", str(tokens[name] == tokens[CONTROL]),
+            ", ".join(f"{c:.2f}" for c in cpu[name]),
+        ])  # fmt: skip
+    text = (
+        "## The hf control's prefill: attention, threads, dtype (cpu)\n\n"
+        + common.provenance([common.PYTHON, __file__, *sys.argv[1:]], load)
+        + f"- one smoke case of {ids.shape[1]} prompt tokens, prefilled through the engine's forward "
+        f"(a fresh cache each time); {args.reps} repetitions, the variants alternating in a rotating order; "
+        f"then a greedy answer of up to {args.new} tokens per variant, compared with the control's; OpenMP "
+        "waits passive (the hf engine's default)\n\n"
+        + common.table(
+            [
+                "variant",
+                "prefill CPU s (median)",
+                "÷ control (median of per-repetition ratios)",
+                "same tokens as the control",
+                "each CPU s",
+            ],
+            rows,
+        )
+        + "\n"
+    )
+    print(text)
+    if not args.no_write:
+        common.write_section("prefill_variants", text, {"cpu_s": cpu, "same_tokens": {
+            n: tokens[n] == tokens[CONTROL] for n in names}})  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
