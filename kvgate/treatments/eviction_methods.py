@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-EvictionMethod = Literal["streaming", "snapkv", "h2o", "knorm", "tova", "adakv", "pyramidkv", "random"]
+EvictionMethodName = Literal["streaming", "snapkv", "h2o", "knorm", "tova", "adakv", "pyramidkv", "random"]
 """The `method` an eviction spec may name, in EVICTION_METHODS' order: its keys (typed so; a test checks
 that no method is missing from the table)."""
 
@@ -24,7 +24,7 @@ class EvictionMethodInfo:
     """Whether it scores with the prompt's queries (the hf engine captures them during prefill)."""
 
 
-EVICTION_METHODS: dict[EvictionMethod, EvictionMethodInfo] = {
+EVICTION_METHODS: dict[EvictionMethodName, EvictionMethodInfo] = {
     "streaming": EvictionMethodInfo(
         "StreamingLLM: attention sinks and the most recent entries (Xiao et al. 2023)",
         "kvgate.engines.hf.eviction.streaming:StreamingLLM",

@@ -12,7 +12,7 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args
 
-from kvgate.treatments.eviction_methods import EvictionMethod
+from kvgate.treatments.eviction_methods import EvictionMethodName
 
 KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 Scope = Literal["prompt", "context"]
@@ -38,7 +38,7 @@ Convention = Literal["kvgate", "kvpress"]
 """How an eviction counts and ranks what it keeps. kvgate: n − round(ratio·n) entries, ties to later
 positions; kvpress (as kvpress 0.5.5 does): int(n·(1 − ratio)) entries, ties to earlier positions."""
 
-EVICTION_METHOD_NAMES: tuple[str, ...] = get_args(EvictionMethod)
+EVICTION_METHOD_NAMES: tuple[str, ...] = get_args(EvictionMethodName)
 SCOPES: tuple[str, ...] = get_args(Scope)
 FP8_DTYPES: tuple[str, ...] = get_args(FP8Dtype)
 GGML_KV_TYPES: tuple[str, ...] = get_args(GGMLType)
@@ -134,7 +134,7 @@ class Eviction(Treatment):
     docs/certificate.md); the outputs are the same as without it.
     """
 
-    method: EvictionMethod = "streaming"
+    method: EvictionMethodName = "streaming"
     ratio: float = 0.5
     scope: Scope = "prompt"
     sink_tokens: int = 4

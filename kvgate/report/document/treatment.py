@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field, StrictBool, StrictInt, model_validator
 from pydantic_core import PydanticCustomError
 
 from kvgate.report.document.base import Bounded, Confidence, Name, Object, Positive, Shape, absent
-from kvgate.treatments.eviction_methods import EvictionMethod
+from kvgate.treatments.eviction_methods import EvictionMethodName
 from kvgate.treatments.spec import Convention, GGMLType, KVDtype, ReuseMode, Scale, Scope, Tier
 
 CERTIFICATE_SETTINGS = ("certificate_share", "certificate_floor", "certificate_confidence")
@@ -34,7 +34,7 @@ class SpecEviction(SpecBase):
     model_config = ConfigDict(json_schema_extra=_certificate_needs_settings)
 
     kind: Literal["eviction"]
-    method: EvictionMethod
+    method: EvictionMethodName
     ratio: Annotated[float, Bounded(minimum=0, exclusive_maximum=1)]
     scope: Scope
     sink_tokens: Annotated[int, Field(strict=True, ge=0)]
