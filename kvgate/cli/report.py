@@ -177,19 +177,20 @@ def report(
     from kvgate.cli.findings import exit_code_with_findings
     from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED
     from kvgate.gate.policy import read_policy_text
-    from kvgate.report.analysis.build import build_report, verified_report
+    from kvgate.report.analysis.build import PolicyChange, build_report, verified_report
 
     formats = parse_formats(fmt, output)
     policy_text = read_policy_text(policy) if policy is not None else None
-    data, rows = verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)
+    data, rows = verified_report(
+        run_dir, PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason)
+    )
     if data.policy.changed_reason and formats != ["table"]:
         click.echo(f"kvgate: policy changed after the run: {data.policy.changed_reason}", err=True)
     if compare is not None:
         from kvgate.report.analysis.compare import compare_reports
 
-        baseline = build_report(
-            compare, policy_text, policy_changed_reason if policy_text else None, policy_unsafe_reason
-        )
+        reason = policy_changed_reason if policy_text else None
+        baseline = build_report(compare, PolicyChange(policy_text, reason, policy_unsafe_reason))
         data = data.model_copy(update={"compare": compare_reports(data, baseline, allow_different)})
     if len(formats) == 1:
         emit(data, formats[0], output, junit_inconclusive)

@@ -13,7 +13,7 @@ stops at the same looks.
 from __future__ import annotations
 
 from kvgate.gate.sequential import look_ends
-from kvgate.report.analysis.build import report_of
+from kvgate.report.analysis.build import report_and_rows
 from kvgate.report.analysis.run_data import read_cases
 from kvgate.report.analysis.sequential import run_order
 from kvgate.report.analysis.slices import slice_groups
@@ -54,7 +54,8 @@ def execute_sequential(ctx: RunContext) -> None:
         ctx.control_tokens = None  # the control's tokens for this block: read again
         for name in sorted(still, key=list(candidates).index):
             run_pass(ctx, ArmRun(candidates[name], 0, 0, block))
-        still &= open_arms(report_of(ctx.run_dir, ctx.manifest, evidence=False), look)
+        report, _ = report_and_rows(ctx.run_dir, ctx.manifest, evidence=False)
+        still &= open_arms(report, look)
         if not still:
             break
     run_reruns(ctx, ctx.matrix.candidates)

@@ -12,6 +12,7 @@ fail, else error, else inconclusive, else pass), and its exit code is what CI br
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,23 +47,38 @@ PROVENANCE = (
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class PolicyChange:
+    """The policy a report gates on instead of the run's declared one (all None: the declared one).
+    `text`: the new policy's YAML; `reason`: why it changed (required when it does); `unsafe_reason`:
+    why it may run although unsafe (gate.feasibility)."""
+
+    text: str | None = None
+    reason: str | None = None
+    unsafe_reason: str | None = None
+
+
+DECLARED = PolicyChange()
+
+
 def resolve_policy(
-    manifest: dict[str, Any], policy_text: str | None, reason: str | None, unsafe_reason: str | None = None
+    manifest: dict[str, Any], change: PolicyChange = DECLARED
 ) -> tuple[Policy, str | None, str | None]:
     """The manifest's policy, or a new one only when a reason for the change is given; and the reason
     stored (or given) for running on an unsafe policy."""
     declared = parse_policy(manifest["policy_text"], "the run's declared policy")
     stored_unsafe = manifest.get("policy_unsafe_reason")
-    if policy_text is None or policy_text == manifest["policy_text"]:
+    if change.text is None or change.text == manifest["policy_text"]:
         return declared, None, stored_unsafe
-    policy = parse_policy(policy_text, "--policy")
+    policy = parse_policy(change.text, "--policy")
+    reason = change.reason
     if not reason or not reason.strip():
         raise BadInput(
             "the policy differs from the one declared before the run in "
             f"{', '.join(changed_settings(declared, policy)) or TEXT_ONLY}; "
             "pass --policy-changed-reason TEXT to gate on it anyway"
         )
-    return policy, reason.strip(), check_safe(policy, unsafe_reason)
+    return policy, reason.strip(), check_safe(policy, change.unsafe_reason)
 
 
 WITHIN_CLUSTERS = {
@@ -123,61 +139,31 @@ def policy_block(
     }
 
 
-def build_report(
-    run_dir: Path,
-    policy_text: str | None = None,
-    policy_changed_reason: str | None = None,
-    policy_unsafe_reason: str | None = None,
-) -> Report:
+def build_report(run_dir: Path, change: PolicyChange = DECLARED) -> Report:
     """The report of the run in `run_dir`, gated on its declared policy (or a changed one, with a reason)."""
-    return verified_report(run_dir, policy_text, policy_changed_reason, policy_unsafe_reason)[0]
+    return verified_report(run_dir, change)[0]
 
 
-def verified_report(
-    run_dir: Path,
-    policy_text: str | None = None,
-    policy_changed_reason: str | None = None,
-    policy_unsafe_reason: str | None = None,
-) -> tuple[Report, RunRows]:
+def verified_report(run_dir: Path, change: PolicyChange = DECLARED) -> tuple[Report, RunRows]:
     """`build_report`, and the rows it was built from (their counters feed the isolation check)."""
     manifest = read_manifest(run_dir)
     from kvgate.rundir.integrity import verify_run
 
     check = verify_run(run_dir, manifest, parts=False)  # each part checked as RunRows reads it
-    return report_and_rows(
-        run_dir, manifest, policy_text, policy_changed_reason, policy_unsafe_reason, check=check
-    )
-
-
-def report_of(
-    run_dir: Path,
-    manifest: dict[str, Any],
-    policy_text: str | None = None,
-    policy_changed_reason: str | None = None,
-    policy_unsafe_reason: str | None = None,
-    evidence: bool = True,
-) -> Report:
-    """The report from a manifest already read (and the run verified, or written by this process).
-    `evidence`: read failing examples and gains (False: the decisions alone, as a sequential run's looks
-    need them)."""
-    return report_and_rows(
-        run_dir, manifest, policy_text, policy_changed_reason, policy_unsafe_reason, evidence
-    )[0]
+    return report_and_rows(run_dir, manifest, change, check=check)
 
 
 def report_and_rows(
     run_dir: Path,
     manifest: dict[str, Any],
-    policy_text: str | None = None,
-    policy_changed_reason: str | None = None,
-    policy_unsafe_reason: str | None = None,
+    change: PolicyChange = DECLARED,
     evidence: bool = True,
     check: PartCheck | None = None,
 ) -> tuple[Report, RunRows]:
-    """`report_of`, and the rows it read (each part checked by `check` as it is read, when given)."""
-    policy, changed, unsafe_reason = resolve_policy(
-        manifest, policy_text, policy_changed_reason, policy_unsafe_reason
-    )
+    """The report from a manifest already read (and the run verified, or written by this process), and
+    the rows it read (each part checked by `check` as it is read, when given). `evidence`: read failing
+    examples and gains (False: the decisions alone, as a sequential run's looks need them)."""
+    policy, changed, unsafe_reason = resolve_policy(manifest, change)
     cases = read_cases(manifest)
     control_name = manifest["matrix"]["control"]
     rows = RunRows(run_dir, cases, list(manifest["arms"]), check)
