@@ -82,6 +82,14 @@ def offload_part(treatment: Treatment) -> Offload | None:
     return next((p for p in treatment.parts() if isinstance(p, Offload)), None)
 
 
+def engine_args_refusal(treatment: Treatment, flavour: str, own: str = "sets its own flags") -> str | None:
+    """Every flavour's last refusal: `engine_args` are vLLM's engine arguments (treatments.spec), which
+    no other stack reads; `own` says what the flavour sets instead."""
+    if any(p.engine_args for p in (*treatment.parts(), treatment)):
+        return f"engine_args are vLLM's; the {flavour} flavour {own}"
+    return None
+
+
 def token_ids(value: Any, where: str) -> tuple[int, ...]:
     """A list of token ids in [0, 2^31), or MalformedResponse naming `where`."""
     if not isinstance(value, list) or not all(

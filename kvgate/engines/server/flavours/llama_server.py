@@ -20,6 +20,7 @@ from kvgate.engines.server.flavours.base import (
     ArmLaunch,
     check_prompt,
     count,
+    engine_args_refusal,
     kinds,
     offload_part,
     quantize_part,
@@ -67,9 +68,7 @@ class LlamaServer:
             return "llama-server's slot cache reuses the common prefix (--cache-reuse: shifted chunks)"
         if quantize is not None and quantize.dtype not in GGML_KV_TYPES:
             return f"llama-server's --cache-type-k/-v take {', '.join(GGML_KV_TYPES)}; not {quantize.dtype}"
-        if any(p.engine_args for p in (*treatment.parts(), treatment)):
-            return "engine_args are vLLM's; the llama-server flavour sets its own flags"
-        return None
+        return engine_args_refusal(treatment, self.name)
 
     def request(
         self, model_id: str, prompt: list[int], max_tokens: int, salt: str, measured: bool, reuse: bool

@@ -22,6 +22,7 @@ from kvgate.engines.server.flavours.base import (
     ArmLaunch,
     check_prompt,
     count,
+    engine_args_refusal,
     kinds,
     offload_part,
     quantize_part,
@@ -89,9 +90,7 @@ class SGLang:
             return f"SGLang's --kv-cache-dtype takes {', '.join(KV_CACHE_DTYPES)}; not {quantize.dtype}"
         if quantize is not None and quantize.scale not in ("tensor", "block"):
             return f"SGLang scales FP8 KV per layer (k_scale, v_scale), not per {quantize.scale}"
-        if any(p.engine_args for p in (*treatment.parts(), treatment)):
-            return "engine_args are vLLM's; the sglang flavour sets its own flags"
-        return None
+        return engine_args_refusal(treatment, self.name)
 
     def request(
         self, model_id: str, prompt: list[int], max_tokens: int, salt: str, measured: bool, reuse: bool

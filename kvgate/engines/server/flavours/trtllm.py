@@ -21,6 +21,7 @@ from typing import Any
 from kvgate.engines.server.flavours.base import (
     CONFIG_PLACEHOLDER,
     ArmLaunch,
+    engine_args_refusal,
     kinds,
     offload_part,
     quantize_part,
@@ -80,9 +81,7 @@ class TensorRTLLM:
             return f"TensorRT-LLM's kv_cache_config.dtype takes auto, fp8, nvfp4: not {quantize.dtype}"
         if quantize is not None and quantize.scale not in ("tensor", "block"):
             return f"TensorRT-LLM scales FP8 KV per layer, not per {quantize.scale}"
-        if any(p.engine_args for p in (*treatment.parts(), treatment)):
-            return "engine_args are vLLM's; the trtllm flavour writes its own kv_cache_config"
-        return None
+        return engine_args_refusal(treatment, self.name, "writes its own kv_cache_config")
 
     def request(
         self, model_id: str, prompt: list[int], max_tokens: int, salt: str, measured: bool, reuse: bool
