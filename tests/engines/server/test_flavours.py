@@ -15,12 +15,13 @@ from stub_server import StubServer, launch_template, start_stub
 
 from kvgate.engines.base import ArmSetup
 from kvgate.engines.fake import reference_answer
-from kvgate.engines.server.engine import ServerEngine, ServerSession
+from kvgate.engines.server.engine import ServerEngine
 from kvgate.engines.server.flavours.llama_server import LlamaServer
 from kvgate.engines.server.flavours.registry import FLAVOURS
 from kvgate.engines.server.flavours.sglang import SGLang
 from kvgate.engines.server.flavours.trtllm import TensorRTLLM
 from kvgate.engines.server.response import MalformedResponse
+from kvgate.engines.server.session import ServerSession
 from kvgate.errors import BadInput
 from kvgate.models import resolve_model
 from kvgate.treatments.spec import Composite, Eviction, Full, Offload, Quantize, Reuse, Treatment

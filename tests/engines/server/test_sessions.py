@@ -15,8 +15,9 @@ from stub_server import StubServer, start_stub
 from kvgate.engines.base import ArmSetup
 from kvgate.engines.fake import reference_answer
 from kvgate.engines.schedule import chosen
-from kvgate.engines.server.engine import ServerEngine, ServerSession
+from kvgate.engines.server.engine import ServerEngine
 from kvgate.engines.server.record import read_records
+from kvgate.engines.server.session import ServerSession
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.models import resolve_model
 from kvgate.runner.passes import ArmRun
