@@ -16,23 +16,20 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from crash_launch import KVGATE, TIMINGS, comparable_report, start, stored_parts, wait_for_part
 
-from kvgate.rundir.store import next_part_number, part_paths
+from kvgate.rundir.store import part_paths
 
-KVGATE = [sys.executable, "-c", "from kvgate.cli import main; main()"]
 KEY = ("arm", "replicate", "case_id", "attempt")
-TIMING = ("ttft_s", "latency_s")
 MATRIX = """
 [matrix]
 control = "full"
@@ -53,8 +50,6 @@ error_rate = 0.05
 [faults.prefix-reuse]
 stale_reuse_rate = 0.1
 """
-TIMESTAMP = re.compile(r'^\s*"[a-z_]*(?:_at|timestamp)": "[^"]*",?\n', re.MULTILINE)
-RUN_TIME = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-")
 DISK_SIZES = ["8k", "24k", "48k", "72k", "96k", "128k"]
 """tmpfs sizes: the whole run takes ≈ 150 KiB, so each fills up at another point."""
 
@@ -63,39 +58,18 @@ def kvgate(*args: object, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*KVGATE, *map(str, args)], capture_output=True, text=True, **kw)
 
 
-def start(*args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*KVGATE, *map(str, args)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-
-
-def parts(run: Path) -> int:
-    return sum(next_part_number(d) for d in (run / "results").glob("*") if d.is_dir())
-
-
-def wait_for_part(proc: subprocess.Popen[str], run: Path, before: int, timeout: float = 60) -> bool:
-    deadline = time.monotonic() + timeout
-    while parts(run) <= before and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return parts(run) > before
-
-
 def rows(run: Path) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for part in part_paths(run):
         found += pq.read_table(part).to_pylist()
     for row in found:
-        for column in TIMING:
+        for column in TIMINGS:
             row.pop(column, None)
     return sorted(found, key=lambda r: tuple(r[k] for k in KEY))
 
 
 def report_text(run: Path) -> str:
-    data = json.loads(RUN_TIME.sub("", TIMESTAMP.sub("", kvgate("report", run, "--format", "json").stdout)))
-    for arm in data["arms"]:
-        for key in TIMING:
-            (arm.get("gains") or {}).pop(key, None)
-    return json.dumps(data, indent=2, sort_keys=True)
+    return comparable_report(kvgate("report", run, "--format", "json").stdout)
 
 
 class Trials:
@@ -136,26 +110,26 @@ class Trials:
         for k in range(kills):
             started = (run / "manifest.json").exists()
             argv = ["run", "--resume", run, "--quiet"] if started else [*self.spec, "--run-dir", run]
-            before = parts(run) if started else 0
-            proc = start(*argv)
+            before = stored_parts(run) if started else 0
+            proc = start(argv)
             if k % 3 == 2:  # anywhere: start-up, the manifest, the lock
                 time.sleep(rng.uniform(0.0, 1.5))
                 where = "random"
             else:  # after a part was written
-                wait_for_part(proc, run, before)
+                wait_for_part(proc, run, before, timeout=60)
                 time.sleep(rng.uniform(0.0, 0.3))
                 where = "after a part"
             alive = proc.poll() is None
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            landed.append({"where": where, "alive": alive, "parts": parts(run) if run.exists() else 0})
+            landed.append({"where": where, "alive": alive, "parts": stored_parts(run) if run.exists() else 0})
         after_part = sum(1 for x in landed if x["where"] == "after a part" and x["alive"])
         self.finish("kill -9", run, landed, **{"kills after a part": after_part})
 
     def signal_trial(self, sig: signal.Signals) -> None:
         run = self.root / sig.name / "run"
-        proc = start(*self.spec, "--run-dir", run)
-        wait_for_part(proc, run, 0)
+        proc = start([*self.spec, "--run-dir", run])
+        wait_for_part(proc, run, 0, timeout=60)
         proc.send_signal(sig)
         code = proc.wait(timeout=60)
         stderr = proc.stderr.read() if proc.stderr else ""
@@ -165,8 +139,8 @@ class Trials:
 
     def two_writers(self) -> None:
         run = self.root / "writers" / "run"
-        first = start(*self.spec, "--run-dir", run)
-        wait_for_part(first, run, 0)
+        first = start([*self.spec, "--run-dir", run])
+        wait_for_part(first, run, 0, timeout=60)
         second = kvgate("run", "--resume", run, "--quiet", timeout=60)
         third = kvgate(*self.spec, "--run-dir", run, timeout=60)
         first_code = first.wait(timeout=120)
@@ -190,7 +164,7 @@ class Trials:
                 "exit": full.returncode,
                 "traceback": "Traceback" in full.stderr,
                 "last": full.stderr.strip()[-160:],
-                "parts": parts(run) if run.exists() else 0,
+                "parts": stored_parts(run) if run.exists() else 0,
             }
             subprocess.run(["mount", "-o", "remount,size=64m", str(mount)], check=True)
             if not (run / "manifest.json").exists():

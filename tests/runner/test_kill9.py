@@ -12,21 +12,18 @@ answers and engine errors, and confirm-reruns.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import random
-import re
 import signal
 import subprocess
 import sys
 import time
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pytest
-from kill_target import run_cli
 from runner_support import DATA, KEY, Invoke, part_sizes, stored_rows, write_matrix
 
-from kvgate.rundir.store import next_part_number
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from crash_launch import KVGATE, comparable_report, forked, stored_parts, wait_for_part
 
 KILLS = 20
 SEED = 20260601
@@ -52,36 +49,6 @@ error_rate = 0.05
 stale_reuse_rate = 0.1
 latency_s = 0.02
 """
-KVGATE = [sys.executable, "-c", "from kvgate.cli import main; main()"]
-TIMESTAMP = re.compile(r'^\s*"[a-z_]*(?:_at|timestamp)": "[^"]*",?\n', re.MULTILINE)
-RUN_TIME = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-")
-"""The time part of a run id (two runs of one spec differ in it alone)."""
-WARM = [  # installed modules only: a forkserver of Python 3.11 cannot import from the tests' folder
-    "kvgate.cli.run", "kvgate.runner.job", "kvgate.engines.fake", "kvgate.validators.registry",
-    "pyarrow.dataset", "jsonschema",
-]  # fmt: skip
-
-
-def _forked(argv: list[object], cwd: Path) -> BaseProcess:
-    """`kvgate ARGV…` in a process forked from an interpreter that has kvgate imported already, so a
-    kill lands within a second of the start instead of after seconds of imports."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(WARM)
-    process = context.Process(target=run_cli, args=([str(a) for a in argv], str(cwd)))
-    process.start()
-    return process
-
-
-def _parts(runs: Path) -> int:
-    """Parts stored so far: part numbers only grow, so merging parts does not lower the count."""
-    return sum(next_part_number(arm_dir) for arm_dir in runs.glob("*/results/*") if arm_dir.is_dir())
-
-
-def _wait_for_new_part(proc: BaseProcess, runs: Path, before: int, timeout: float = 30.0) -> None:
-    """Until the run stores a part (it is generating), it ends, or `timeout` passes."""
-    deadline = time.monotonic() + timeout
-    while _parts(runs) == before and proc.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.005)
 
 
 def _first_pass_rows(runs: Path, arm: str) -> int:
@@ -105,22 +72,22 @@ def test_kill9_then_resume_matches_uninterrupted(kvgate: Invoke, tmp_path: Path)
     runs = tmp_path / "killed"
     mid_generation, reuse_interrupted = 0, 0
     for kill in range(KILLS):
-        before = _parts(runs)
+        before = stored_parts(runs)
         started = (runs / "run" / "manifest.json").exists()  # a run killed before its manifest: start it
         again = (
             ["run", "--resume", runs / "run", "--quiet"] if started else [*spec, "--run-dir", runs / "run"]
         )
-        proc = _forked(again, tmp_path)
+        proc = forked(again, tmp_path)
         if kill % 4 == 3:  # now and then, anywhere in start-up: reading inputs, the manifest, the lock
             time.sleep(rng.uniform(0.0, 0.8))
         else:  # mostly while it generates and stores parts
-            _wait_for_new_part(proc, runs, before)
+            wait_for_part(proc, runs, before)
             time.sleep(rng.uniform(0.0, 0.4))
         alive = proc.is_alive()
         proc.kill()  # SIGKILL
         proc.join()
         assert proc.exitcode in (-signal.SIGKILL, 1), proc.exitcode
-        mid_generation += alive and _parts(runs) > before
+        mid_generation += alive and stored_parts(runs) > before
         reuse_interrupted += 0 < _first_pass_rows(runs, "prefix-reuse") < CASES
     (run_dir,) = [p for p in runs.glob("*") if (p / "manifest.json").exists()]
     assert mid_generation >= KILLS // 2, f"only {mid_generation} kills landed while it generated"
@@ -143,14 +110,5 @@ def test_kill9_then_resume_matches_uninterrupted(kvgate: Invoke, tmp_path: Path)
 
     reports = [kvgate("report", r, "--format", "json") for r in (run_dir, uninterrupted)]
     assert [r.exit_code for r in reports] == [1, 1]
-    texts = [without_timings(RUN_TIME.sub("", TIMESTAMP.sub("", r.stdout))) for r in reports]
+    texts = [comparable_report(r.stdout) for r in reports]
     assert texts[0].encode() == texts[1].encode()
-
-
-def without_timings(report_json: str) -> str:
-    """The report with each arm's measured TTFT and latency left out (wall clock differs run to run)."""
-    data = json.loads(report_json)
-    for arm in data["arms"]:
-        for key in ("ttft_s", "latency_s"):
-            (arm.get("gains") or {}).pop(key, None)
-    return json.dumps(data, indent=2, sort_keys=True)
