@@ -1,7 +1,8 @@
-"""One prefix group of 20 requests (a trace behind one shared system prompt): what the gate can learn
-from a lone cluster, under the default `defects = "estimate"` beside a declared `per_case` (the same
-decisions as `cluster = "none"`), with per-case and whole-cluster defects (docs/gate.md, "Why the gate
-cannot find this out by itself").
+"""20 requests behind one shared system prompt: what the gate can learn from them as one prefix group (a
+lone cluster), under the default `defects = "estimate"` beside a declared `per_case` (the same decisions
+as `cluster = "none"`), with per-case and whole-cluster defects; and as 20 clusters of one, which trace
+import makes of them when the shared prompt is under `prefix_min_share` of their prompts (docs/gate.md,
+"What counts as a cluster").
 
     .venv/bin/python bench/gate_one_cluster.py [--quick]
 """
@@ -38,17 +39,32 @@ def main() -> int:
             data[f"{label} · {rule}"] = dict(
                 zip(("false_accept", "false_fail", "power", "power_4tau", "pass_at_zero"), rates, strict=True)
             )
+    op = operating(shape_structure([(20, 1)], base), base, runs, seed=1, scenario=Scenario("independent"))
+    rates = (op.false_accept, op.false_fail, op.power, op.at_4tau.fails, op.at_zero.passes)
+    rows.append(
+        [
+            "20×1 (under prefix_min_share), per-case defects",
+            "defects = estimate",
+            *(pm(r, runs) for r in rates),
+        ]
+    )
+    data["20x1 per-case · estimate"] = dict(
+        zip(("false_accept", "false_fail", "power", "power_4tau", "pass_at_zero"), rates, strict=True)
+    )
     md = (
         "## Gate on one cluster of 20 (a trace behind one system prompt)\n\n"
         + common.provenance([sys.executable, *sys.argv], load_before)
-        + f"- {runs} simulated runs per point; one slice (`all`) of 20 cases in one cluster; τ = α = 5%; "
+        + f"- {runs} simulated runs per point; one slice (`all`) of 20 cases, in one cluster (1×20) or each "
+        "its own (20×1, what trace import makes of a shared prefix under `prefix_min_share`); τ = α = 5%; "
         'min_control_passes = 1; `per_case` decides as `cluster = "none"` would\n\n'
         + common.table(
             ["workload", "rule", "false accept @τ", "false fail @τ", "power @2τ", "power @4τ", "PASS @0"],
             rows,
         )
         + "\nA lone cluster cannot tell per-case from whole-cluster defects, so under `estimate` it never "
-        "decides; 20 independent cases cannot pass at τ = 5% either (a PASS needs 59).\n"
+        "decides; counted as 20 clusters the requests decide as 20 independent cases, which false-fails "
+        "as `per_case` does when the shared prompt's defects are whole-cluster after all; 20 independent "
+        "cases cannot pass at τ = 5% either (a PASS needs 59).\n"
     )
     common.write_section("gate_one_cluster", md, data)
     print(md)

@@ -33,6 +33,8 @@ of strings, a list of ``[title, sentences]`` pairs (2WikiMultihopQA and HotpotQA
 word by word, until the prompt fits (LongBench keeps the head and tail the same way). Rows are taken in
 order; ``where`` keeps only rows whose columns equal the given values; ``limit`` stops after that many.
 Cases are sliced by ``ctx_bucket``, the measured prompt length rounded up to a power of two.
+``prefix_min_tokens`` (0: off) and ``prefix_min_share`` (0.5) group rows that share a prompt prefix into
+one cluster as ``[[trace]]`` does (`prefix_groups`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from kvgate.errors import BadInput
 from kvgate.workload.case import CaseDraft
 from kvgate.workload.generators.base import Messages, fit_to_length
 from kvgate.workload.generators.common import length_bucket
+from kvgate.workload.prefix_groups import assign_prefix_groups, check_min_share
 from kvgate.workload.tokenizer import PromptTokenizer
 
 DEFAULT_TEMPLATE = (
@@ -89,7 +92,9 @@ class DatasetParams:
     max_new_tokens: int = 64
     max_tokens: int | None = None
     prefix_min_tokens: int = 0
-    """When > 0, cases whose prompts share their first this-many tokens get a common `prefix_group`."""
+    """When > 0, cases whose prompts share their first this-many tokens, and at least
+    `prefix_min_share` of their tokens, get a common `prefix_group` (`prefix_groups`)."""
+    prefix_min_share: float = 0.5
     critical: bool = False
 
     def __post_init__(self) -> None:
@@ -120,6 +125,7 @@ class DatasetParams:
             raise ValueError("max_new_tokens must be an integer ≥ 1")
         if not isinstance(self.prefix_min_tokens, int) or self.prefix_min_tokens < 0:
             raise ValueError("prefix_min_tokens must be an integer ≥ 0")
+        check_min_share(self.prefix_min_share)
         if not isinstance(self.validator_args, dict):
             raise ValueError("validator_args must be a table")
 
@@ -196,7 +202,8 @@ class DatasetSource:
     """The `Generator` behind ``[[dataset]]`` suite entries."""
 
     name: str = "dataset"
-    version: str = "1"
+    version: str = "2"
+    """2: prefix groups need `prefix_min_share` of their prompts."""
     params_type: type = DatasetParams
     folder: Path = Path()
     """Where relative local paths are read from: the suite file's folder (`parse_suite` sets it)."""
@@ -214,9 +221,9 @@ class DatasetSource:
         if not drafts:
             raise BadInput(f"dataset {params.path!r} ({params.split}) has no rows to use")
         if params.prefix_min_tokens:
-            from kvgate.workload.traces import assign_prefix_groups
-
-            drafts = assign_prefix_groups(drafts, tok, params.prefix_min_tokens, params.label)
+            drafts = assign_prefix_groups(
+                drafts, tok, params.prefix_min_tokens, params.label, min_share=params.prefix_min_share
+            )
         return drafts
 
     def _draft(self, p: DatasetParams, index: int, row: dict[str, Any], tok: PromptTokenizer) -> CaseDraft:

@@ -6,6 +6,7 @@ A suite spec names the trace in a ``[[trace]]`` table:
     path = "traces/support-bot.jsonl"     # JSON Lines, or .parquet; relative to the suite file's folder
     validator = "exact"                   # for records that name none
     prefix_min_tokens = 128
+    prefix_min_share = 0.5
 
 ``path`` is a local file: a relative one is read from the folder of the suite file, whatever the working
 directory, and an absolute one as it is.
@@ -29,7 +30,10 @@ request keys (model, temperature, ...) are ignored: every arm runs with the matr
 Slices describe the request's shape: ``ctx_bucket`` (the prompt's tokens, rounded up to a power of two)
 and ``turns`` (user messages: "1", "2", "3-4", "5-8", "9+"), plus the record's own ``slices``. Cases
 whose token-encoded prompts share their first ``prefix_min_tokens`` tokens (a common system prompt,
-few-shot block or document) get one ``prefix_group``, for the reuse arms. The question (for
+few-shot block or document), and at least ``prefix_min_share`` of their prompt tokens, get one
+``prefix_group``: one cluster for the gate (`prefix_groups`). A shared prefix under that share (a short
+system prompt before distinct requests) makes no cluster; its records carry its name in the slice
+``shared_prefix``. The question (for
 ``scope = "context"``, which keeps it out of eviction) is the last user message; a record whose last
 message holds context and question together marks where the question begins with ``question`` (its exact
 text, found inside that message) or ``question_offset`` (a character offset into it).
@@ -37,11 +41,9 @@ text, found inside that message) or ``question_offset`` (a character offset into
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
-from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,7 @@ from kvgate.errors import BadInput
 from kvgate.workload.case import CaseDraft
 from kvgate.workload.generators.common import length_bucket
 from kvgate.workload.generators.tool_call import tools_system_prompt
+from kvgate.workload.prefix_groups import assign_prefix_groups, check_min_share
 from kvgate.workload.tokenizer import PromptTokenizer
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -63,6 +66,7 @@ class TraceParams:
     validator_args: dict[str, Any] | None = None
     max_new_tokens: int = 256
     prefix_min_tokens: int = 128
+    prefix_min_share: float = 0.5
     limit: int | None = None
     skip_unlabelled: bool = False
     task: str = "trace"
@@ -77,6 +81,7 @@ class TraceParams:
             raise ValueError("max_new_tokens must be an integer ≥ 1")
         if not isinstance(self.prefix_min_tokens, int) or self.prefix_min_tokens < 0:
             raise ValueError("prefix_min_tokens must be an integer ≥ 0 (0: no prefix groups)")
+        check_min_share(self.prefix_min_share)
         if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
             raise ValueError("limit must be an integer ≥ 1")
         if self.validator_args is not None and not isinstance(self.validator_args, dict):
@@ -186,37 +191,13 @@ def turns_bucket(n_user: int) -> str:
     return "9+"
 
 
-def assign_prefix_groups(
-    drafts: list[CaseDraft], tok: PromptTokenizer, min_tokens: int, label: str
-) -> list[CaseDraft]:
-    """Give cases whose encoded prompts share their first `min_tokens` tokens a common `prefix_group`.
-
-    Sharing the first `min_tokens` tokens is an equivalence relation, so the groups are exact. A group
-    of one is no group; a draft that already names its group keeps it.
-    """
-    if min_tokens <= 0:
-        return drafts
-    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
-    for i, draft in enumerate(drafts):
-        if draft.prefix_group is None:
-            ids = tok.encode_chat(draft.messages)
-            if len(ids) >= min_tokens:
-                groups[tuple(ids[:min_tokens])].append(i)
-    out = list(drafts)
-    for prefix, members in groups.items():
-        if len(members) > 1:
-            digest = hashlib.sha256(json.dumps(prefix).encode()).hexdigest()[:12]
-            for i in members:
-                out[i] = replace(out[i], prefix_group=f"{label}-{digest}")
-    return out
-
-
 @dataclass(frozen=True)
 class TraceSource:
     """The `Generator` behind ``[[trace]]`` suite entries."""
 
     name: str = "trace"
-    version: str = "1"
+    version: str = "2"
+    """2: prefix groups need `prefix_min_share` of their prompts."""
     params_type: type = TraceParams
     folder: Path = Path()
     """Where a relative ``path`` is read from: the suite file's folder (`parse_suite` sets it)."""
@@ -235,7 +216,9 @@ class TraceSource:
                 drafts.append(draft)
         if not drafts:
             raise BadInput(f"trace {path} has no usable records")
-        return assign_prefix_groups(drafts, tok, params.prefix_min_tokens, params.task)
+        return assign_prefix_groups(
+            drafts, tok, params.prefix_min_tokens, params.task, min_share=params.prefix_min_share
+        )
 
     def _draft(
         self, p: TraceParams, path: Path, number: int, record: dict[str, Any], tok: PromptTokenizer

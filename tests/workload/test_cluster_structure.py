@@ -1,18 +1,25 @@
 """The cluster structure a freeze produces: reported on every freeze and check, and a warning naming
-each prefix group that holds more than 20% of the cases."""
+each prefix group, and each shared prefix counted as independent cases, that holds more than 20% of the
+cases."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from kvgate.cli import cli
 from kvgate.workload.case import Case
 from kvgate.workload.clusters import cluster_structure, describe, warnings
+from kvgate.workload.schema import read_workload
 
 SYSTEM = "You are the support assistant of Example Corp. " + " ".join(f"Rule {i} applies." for i in range(60))
+SHORT_SYSTEM = "You are the support assistant of Example Corp. " + " ".join(
+    f"Rule {i} applies." for i in range(35)
+)
 
 
 def _case(i: int, group: str | None) -> Case:
@@ -21,48 +28,100 @@ def _case(i: int, group: str | None) -> Case:
     )
 
 
-def _trace_suite(tmp_path: Path, own_groups: bool) -> Path:
-    """20 support requests sharing one long system prompt (a prefix group of 20 by prefix_min_tokens),
-    beside 10 short ones of their own; `own_groups`: each shared-prompt record names its own group."""
-    records = [
-        {
-            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"Order {i}?"}],
-            "expected": f"order {i}",
-            "task": "support",
-            **({"prefix_group": f"ticket-{i}"} if own_groups else {}),
-        }
-        for i in range(20)
-    ]
-    records += [
+def _request(i: int) -> str:
+    """A support request of its own, about 300 words-tokens long (the word tokenizer counts words)."""
+    return f"Ticket {i}: " + " ".join(f"item{i}x{j} arrived broken." for j in range(75))
+
+
+def _trace_suite(tmp_path: Path, records: list[dict[str, object]], keys: str = "") -> Path:
+    """The 20 `records` beside 10 short requests of their own, as a [[trace]] suite."""
+    records = records + [
         {"messages": [{"role": "user", "content": f"Say {i}."}], "expected": str(i), "task": "chat"}
         for i in range(10)
     ]
     trace = tmp_path / "support.jsonl"
     trace.write_text("".join(json.dumps(r) + "\n" for r in records))
     suite = tmp_path / "bot.toml"
-    suite.write_text(
-        f'name = "bot"\n[[trace]]\npath = "{trace}"\nvalidator = "exact"\nprefix_min_tokens = 64\n'
-    )
+    suite.write_text(f'name = "bot"\n[[trace]]\npath = "{trace}"\nvalidator = "exact"\n{keys}')
     return suite
 
 
-def test_a_shared_system_prompt_is_one_cluster_and_freeze_warns_naming_it(tmp_path: Path) -> None:
-    out = tmp_path / "w.parquet"
-    result = CliRunner().invoke(cli, ["freeze", str(_trace_suite(tmp_path, False)), "-o", str(out)])
+def _behind(system: str, request: Callable[[int], str], own_groups: bool = False) -> list[dict[str, object]]:
+    """20 support requests behind one system prompt; `own_groups`: each record names its own group."""
+    return [
+        {
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": request(i)}],
+            "expected": f"order {i}",
+            "task": "support",
+            **({"prefix_group": f"ticket-{i}"} if own_groups else {}),
+        }
+        for i in range(20)
+    ]
+
+
+def _freeze(suite: Path, out: Path) -> Result:
+    result = CliRunner().invoke(cli, ["freeze", str(suite), "-o", str(out)])
     assert result.exit_code == 0, result.output
+    return result
+
+
+def test_a_short_system_prompt_before_distinct_requests_is_no_cluster_and_freeze_warns(
+    tmp_path: Path,
+) -> None:
+    """The default prefix_min_share (0.5): the shared ~150 tokens are about a third of each ~460-token
+    prompt, so each request is its own cluster, and freeze names the shared prefix and how to count it as
+    one cluster."""
+    out = tmp_path / "w.parquet"
+    result = _freeze(_trace_suite(tmp_path, _behind(SHORT_SYSTEM, _request)), out)
+    assert "clusters: 30 cases in 30 clusters (no prefix groups: every case is its own)" in result.stdout
+    assert "; shared prefix 'trace-" in result.stdout and ": 20 cases counted as 20 clusters" in result.stdout
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert re.match(
+        r"warning: shared prefix 'trace-[0-9a-f]{12}' \(suite 'bot', task 'support'\) holds 20 of 30 cases "
+        r"\(67%\), but it is only 3\d% of their prompts, under prefix_min_share: the gate counts them as 20 "
+        r"clusters",
+        warning,
+    ), warning
+    assert "set prefix_min_share = 0" in warning
+    cases = read_workload(out).cases
+    assert {c.prefix_group for c in cases} == {None}
+    assert len({c.slices.get("shared_prefix") for c in cases if c.task == "support"}) == 1
+    assert all("shared_prefix" not in c.slices for c in cases if c.task == "chat")
+    checked = CliRunner().invoke(cli, ["freeze", "--check", str(out)])
+    assert "30 cases in 30 clusters" in checked.stdout and "warning: shared prefix 'trace-" in checked.stderr
+
+
+def test_declared_prefix_min_share_0_makes_the_short_system_prompt_one_cluster(tmp_path: Path) -> None:
+    result = _freeze(
+        _trace_suite(tmp_path, _behind(SHORT_SYSTEM, _request), "prefix_min_share = 0\n"),
+        tmp_path / "w.parquet",
+    )
     assert "clusters: 30 cases in 11 clusters (1 prefix group: 1 × 20 cases; 10 alone)" in result.stdout
-    assert "holds 20 cases (67%)" in result.stdout
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warning.startswith("warning: prefix group 'trace-") and "shared prefix is 3" in warning
+
+
+def test_a_shared_prefix_that_is_most_of_each_prompt_stays_one_cluster_and_freeze_warns(
+    tmp_path: Path,
+) -> None:
+    """A long shared prompt before short requests (as the reuse suite's documents before their questions)
+    is one cluster under the default prefix_min_share."""
+    out = tmp_path / "w.parquet"
+    result = _freeze(_trace_suite(tmp_path, _behind(SYSTEM, lambda i: f"Order {i}?")), out)
+    assert "clusters: 30 cases in 11 clusters (1 prefix group: 1 × 20 cases; 10 alone)" in result.stdout
+    assert "holds 20 cases (67%)" in result.stdout and "shared prefix '" not in result.stdout
     (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert warning.startswith("warning: prefix group 'trace-") and "(suite 'bot', task 'support')" in warning
-    assert "holds 20 of 30 cases (67%)" in warning and 'cluster = "none"' in warning
+    assert "holds 20 of 30 cases (67%; their shared prefix is 9" in warning and 'cluster = "none"' in warning
     checked = CliRunner().invoke(cli, ["freeze", "--check", str(out)])
     assert "30 cases in 11 clusters" in checked.stdout and "warning: prefix group 'trace-" in checked.stderr
 
 
 def test_records_with_their_own_prefix_groups_are_independent_and_draw_no_warning(tmp_path: Path) -> None:
-    out = tmp_path / "w.parquet"
-    result = CliRunner().invoke(cli, ["freeze", str(_trace_suite(tmp_path, True)), "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    result = _freeze(
+        _trace_suite(tmp_path, _behind(SYSTEM, lambda i: f"Order {i}?", own_groups=True)),
+        tmp_path / "w.parquet",
+    )
     assert "clusters: 30 cases in 30 clusters (no prefix groups: every case is its own)" in result.stdout
     assert "warning" not in result.stderr
 

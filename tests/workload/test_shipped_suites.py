@@ -99,4 +99,4 @@ def test_a_mixed_suite_freezes_to_parquet_and_reads_back(tmp_path: Path) -> None
     assert workload.sha256 == sha
     assert [c.task for c in workload.cases] == ["niah_single", "qa", "trace"]
     assert {"ctx_bucket", "depth_bucket", "turns"} <= set(workload.slice_columns)
-    assert workload.meta["generators"] == {"needle": "1", "dataset": "1", "trace": "1"}
+    assert workload.meta["generators"] == {"needle": "1", "dataset": "2", "trace": "2"}

@@ -14,9 +14,10 @@ from kvgate.errors import BadInput
 from kvgate.workload.case import CaseDraft
 from kvgate.workload.freeze import freeze_cases
 from kvgate.workload.hf_tokenizer import HFPromptTokenizer
+from kvgate.workload.prefix_groups import assign_prefix_groups
 from kvgate.workload.suites import parse_suite
 from kvgate.workload.tokenizer import WordTokenizer
-from kvgate.workload.traces import assign_prefix_groups, turns_bucket
+from kvgate.workload.traces import turns_bucket
 
 TOK = WordTokenizer()
 SYSTEM = "You are the support assistant of Example Corp. " + " ".join(
@@ -243,11 +244,14 @@ def test_prefix_groups_with_the_real_tokenizer(smollm_tokenizer: HFPromptTokeniz
         draft("Short system.", "third"),
         draft(SYSTEM[:80], "x"),
     ]
-    grouped = assign_prefix_groups(drafts, smollm_tokenizer, 64, "t")
+    grouped = assign_prefix_groups(drafts, smollm_tokenizer, 64, "t", min_share=0.5)
     assert grouped[0].prefix_group == grouped[1].prefix_group is not None
     assert grouped[2].prefix_group is None and grouped[3].prefix_group is None
     # the group needs min_tokens of shared prefix: with a threshold beyond the prompts, none
-    assert all(d.prefix_group is None for d in assign_prefix_groups(drafts, smollm_tokenizer, 10_000, "t"))
+    assert all(
+        d.prefix_group is None
+        for d in assign_prefix_groups(drafts, smollm_tokenizer, 10_000, "t", min_share=0)
+    )
 
 
 def test_the_question_inside_a_single_message_request(tmp_path: Path) -> None:
