@@ -1,12 +1,13 @@
-"""Name → item registries with "did you mean" on unknown names, and lazy "module:Class" entries whose
-module is imported only when the name is first asked for."""
+"""The one idiom of kvgate's plug-in tables (engines, eviction methods, validators, generators, server
+flavours): a `Registry` whose keys are the only place each name is stated, with "did you mean" on
+unknown names, and "module:attr" paths imported only when a name is first asked for."""
 
 from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
 
 from kvgate.errors import BadInput
 
@@ -20,31 +21,39 @@ def unknown_name(kind: str, name: str, known: list[str]) -> BadInput:
     return BadInput(f"unknown {kind} {name!r}{hint}")
 
 
-class Registry(Generic[T]):
-    """An ordered mapping from names to items (factories or frozen specs). `lazy` names items by
-    "module:Class"; the first `get` of such a name imports the module and keeps `Class()`."""
+def load(path: str) -> Any:
+    """The attribute a "module:attr" path names, its module imported now."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
-    def __init__(self, kind: str, lazy: dict[str, str] | None = None) -> None:
+
+class Registry(Mapping[str, T]):
+    """Names → items of one plug-in `kind`, in the order given; reads like a dict (`.get` answers None
+    for an unknown name), but `registry[name]` refuses one with "did you mean".
+
+    `records`: items given whole (frozen records that name their own "module:attr" implementation,
+    read without importing it). `lazy`: "module:Class" paths, built as `Class(name=<key>)` when first
+    asked for, so a class never restates its name."""
+
+    def __init__(self, kind: str, *, records: dict[str, T] | None = None, lazy: dict[str, str] | None = None):
         self.kind = kind
+        self._items: dict[str, T] = dict(records or {})
         self._lazy = dict(lazy or {})
-        self._items: dict[str, T] = {}
+        if self._items.keys() & self._lazy.keys():
+            raise ValueError(f"{kind} {sorted(self._items.keys() & self._lazy.keys())} given twice")
 
-    def register(self, name: str, item: T) -> T:
-        if name in self._items or name in self._lazy:
-            raise ValueError(f"{self.kind} {name!r} registered twice")
-        self._items[name] = item
-        return item
-
-    def decorator(self, name: str) -> Callable[[T], T]:
-        return lambda item: self.register(name, item)
-
-    def get(self, name: str) -> T:
+    def __getitem__(self, name: str) -> T:
         if name not in self._items:
             if name not in self._lazy:
                 raise unknown_name(self.kind, name, self.names())
-            module, _, attr = self._lazy[name].partition(":")
-            self._items[name] = getattr(importlib.import_module(module), attr)()
+            self._items[name] = load(self._lazy[name])(name=name)
         return self._items[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The item called `name`, or `default` when there is none (a dict's `get`)."""
+        if name not in self:
+            return default
+        return self[name]
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([*self._lazy, *self._items]))
@@ -54,3 +63,6 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())

@@ -106,10 +106,10 @@ def engines(as_json: bool) -> None:
     from kvgate.engines.registry import ENGINES
 
     rows = []
-    for info in ENGINES.values():
+    for name, info in ENGINES.items():
         missing = info.missing()
         status = "ready" if not missing else f"missing {', '.join(missing)} — {info.install_hint}"
-        rows.append([info.name, status, ", ".join(info.kinds), info.description])
+        rows.append([name, status, ", ".join(info.kinds), info.description])
     _emit([("engines", ["name", "status", "treatment kinds", "description"], rows)], as_json)
 
 

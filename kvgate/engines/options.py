@@ -1,8 +1,8 @@
 """The `-E key=value` names each engine takes, checked before the engine's libraries are imported.
 
-kvgate's own options per engine are listed here (a test holds them to the engines' signatures); the vllm
-and server engines also pass on any `vllm.EngineArgs` field, whose names are read from vLLM's source without
-importing it (an import takes about a minute).
+kvgate's own options per engine are the engine table's `options` (a test holds them to the engines'
+signatures); an engine marked `takes_vllm_args` also passes on any `vllm.EngineArgs` field, whose names are
+read from vLLM's source without importing it (an import takes about a minute).
 """
 
 from __future__ import annotations
@@ -14,39 +14,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kvgate.engines.registry import ENGINES
 from kvgate.engines.vllm.args import ARM_KEYS
 from kvgate.errors import BadInput
 
-OWN_OPTIONS: dict[str, tuple[str, ...]] = {
-    "hf": ("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s"),
-    "vllm": ("dtype", "enforce_eager", "block_size", "offload_gib", "threads"),
-    "server": (
-        "command",
-        "endpoints",
-        "timeout_s",
-        "retries",
-        "backoff_s",
-        "ready_s",
-        "stop_s",
-        "device",
-        "dtype",
-        "enforce_eager",
-        "block_size",
-        "offload_gib",
-        "flavour",
-    ),
-    "llamacpp": (
-        "threads",
-        "n_ctx",
-        "n_batch",
-        "flash_attn",
-        "n_gpu_layers",
-        "reuse_cache_bytes",
-        "timeout_s",
-    ),
-    "fake": ("timeout_s",),
-}
-TAKES_VLLM_ARGS = ("vllm", "server")
+OWN_OPTIONS: dict[str, tuple[str, ...]] = {name: info.options for name, info in ENGINES.items()}
+"""Each engine's own `-E` names (the engine table's `options`)."""
 
 
 @cache
@@ -80,14 +53,15 @@ def check_engine_options(engine: str, options: dict[str, Any]) -> None:
         return
     if not own:
         raise BadInput(f"engine {engine!r} takes no -E options, got {', '.join(sorted(options))}")
-    extra = vllm_engine_arg_names() if engine in TAKES_VLLM_ARGS else frozenset()
+    takes_vllm_args = ENGINES[engine].takes_vllm_args
+    extra = vllm_engine_arg_names() if takes_vllm_args else frozenset()
     if extra is None:
         return  # vLLM's arguments unknown here: the engine checks them when it starts
     known = [*own, *sorted(extra)]
     for name in options:
-        if engine in TAKES_VLLM_ARGS and name in ("model", "tokenizer"):
+        if takes_vllm_args and name in ("model", "tokenizer"):
             raise BadInput(f"{engine} engine option {name!r}: choose the model with --model")
-        if engine in TAKES_VLLM_ARGS and name in ARM_KEYS:
+        if takes_vllm_args and name in ARM_KEYS:
             raise BadInput(
                 f"{engine} engine option {name!r} is set per arm by its treatment, not for the run"
             )

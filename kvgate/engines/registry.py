@@ -1,8 +1,8 @@
-"""Engines by name. Heavy libraries are imported only inside a factory, with an install hint."""
+"""Engines by name (a `kvgate.registry.Registry` of records). Heavy libraries are imported only inside a
+factory, with an install hint."""
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +10,7 @@ from typing import Any
 from kvgate.engines.base import Engine
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
-from kvgate.registry import unknown_name
+from kvgate.registry import Registry, load
 from kvgate.treatments.matrix import SCHEDULE_KEYS
 
 DEFAULT_ENGINE = "hf"
@@ -18,7 +18,6 @@ DEFAULT_ENGINE = "hf"
 
 @dataclass(frozen=True)
 class EngineInfo:
-    name: str
     description: str
     kinds: tuple[str, ...]
     """Treatment kinds the engine can apply (on a machine that has its libraries)."""
@@ -36,25 +35,28 @@ class EngineInfo:
     `repeat`: `engines/schedule.py`)."""
     loads_weights: bool = False
     """Whether the engine loads a local model folder's weights and tokenizer itself (checked before)."""
+    options: tuple[str, ...] = ()
+    """kvgate's own `-E` names the engine takes (engines/options.py checks them before the import)."""
+    takes_vllm_args: bool = False
+    """Whether any `vllm.EngineArgs` field passes through its `-E` too."""
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
 
-ENGINES: dict[str, EngineInfo] = {
-    e.name: e
-    for e in (
-        EngineInfo(
-            "hf",
+ENGINES: Registry[EngineInfo] = Registry(
+    "engine",
+    records={
+        "hf": EngineInfo(
             "transformers reference: every treatment, CPU or GPU",
             ("full", "eviction", "quantize", "offload", "reuse", "composite"),
             "kvgate.engines.hf.engine:HFEngine",
             ("torch", "transformers"),
             "pip install -e '.[hf]' (or `make demo`)",
             loads_weights=True,
+            options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s"),
         ),
-        EngineInfo(
-            "vllm",
+        "vllm": EngineInfo(
             "vllm.LLM in-process: FP8 KV, prefix reuse, offload on GPU; no eviction",
             ("full", "quantize", "offload", "reuse", "composite"),
             "kvgate.engines.vllm.engine:VLLMEngine",
@@ -64,9 +66,10 @@ ENGINES: dict[str, EngineInfo] = {
             kv_pool=True,
             schedules=("interleave", "resend_percent", "repeat"),  # LLM.generate cannot be cancelled
             loads_weights=True,
+            options=("dtype", "enforce_eager", "block_size", "offload_gib", "threads"),
+            takes_vllm_args=True,
         ),
-        EngineInfo(
-            "server",
+        "server": EngineInfo(
             "a serving stack launched per arm (`vllm serve`; -E flavour=sglang|trtllm|llama-server) or given "
             "endpoints (--endpoint)",
             ("full", "quantize", "offload", "reuse", "composite"),
@@ -76,17 +79,40 @@ ENGINES: dict[str, EngineInfo] = {
             reuse_reads_own_prompt=True,
             kv_pool=True,
             schedules=SCHEDULE_KEYS,
+            options=(
+                "command",
+                "endpoints",
+                "timeout_s",
+                "retries",
+                "backoff_s",
+                "ready_s",
+                "stop_s",
+                "device",
+                "dtype",
+                "enforce_eager",
+                "block_size",
+                "offload_gib",
+                "flavour",
+            ),
+            takes_vllm_args=True,
         ),
-        EngineInfo(
-            "llamacpp",
+        "llamacpp": EngineInfo(
             "llama.cpp in-process on a GGUF: its KV cache types, context shift, prefix reuse, state offload",
             ("full", "eviction", "quantize", "offload", "reuse", "composite"),
             "kvgate.engines.llamacpp.engine:LlamaCppEngine",
             ("llama_cpp",),
             "pip install -e '.[llamacpp]' (builds llama.cpp from source: cmake and a C++ compiler)",
+            options=(
+                "threads",
+                "n_ctx",
+                "n_batch",
+                "flash_attn",
+                "n_gpu_layers",
+                "reuse_cache_bytes",
+                "timeout_s",
+            ),
         ),
-        EngineInfo(
-            "fake",
+        "fake": EngineInfo(
             "deterministic, scriptable, with planted faults; for tests and for measuring the gate",
             ("full", "eviction", "quantize", "offload", "reuse", "composite"),
             "kvgate.engines.fake:FakeEngine",
@@ -94,14 +120,13 @@ ENGINES: dict[str, EngineInfo] = {
             "",
             kv_pool=True,
             schedules=SCHEDULE_KEYS,
+            options=("timeout_s",),
         ),
-    )
-}
+    },
+)
 
 
 def engine_info(name: str) -> EngineInfo:
-    if name not in ENGINES:
-        raise unknown_name("engine", name, list(ENGINES))
     return ENGINES[name]
 
 
@@ -110,8 +135,7 @@ def create_engine(name: str, model: ModelSpec, /, **options: Any) -> Engine:
     missing = info.missing()
     if missing:
         raise BadInput(f"engine {name!r} needs {', '.join(missing)}: {info.install_hint}")
-    module_name, attr = info.factory.split(":")
-    factory = getattr(importlib.import_module(module_name), attr)
+    factory = load(info.factory)
     try:
         engine: Engine = factory(model, **options)
     except TypeError as exc:  # an engine option the factory does not take

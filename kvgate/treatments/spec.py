@@ -12,6 +12,7 @@ import typing
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args
 
+from kvgate.registry import unknown_name
 from kvgate.treatments.eviction_methods import EvictionMethodName
 
 KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
@@ -149,10 +150,9 @@ class Eviction(Treatment):
     kind: ClassVar[str] = "eviction"
 
     def __post_init__(self) -> None:
-        if self.method not in EVICTION_METHOD_NAMES:
-            raise ValueError(
-                f"unknown eviction method {self.method!r}; known: {', '.join(EVICTION_METHOD_NAMES)}"
-            )
+        if self.method not in EVICTION_METHOD_NAMES:  # a ValueError: the matrix says where it stands
+            unknown = unknown_name("eviction method", str(self.method), list(EVICTION_METHOD_NAMES))
+            raise ValueError(str(unknown))
         if not 0.0 <= self.ratio < 1.0:
             raise ValueError(f"ratio must be in [0, 1), got {self.ratio}")
         check_choice("scope", self.scope, SCOPES)

@@ -30,7 +30,9 @@ class Validator(Protocol):
     """A named judge. `check_args` raises ValueError on bad `expected`/`args` at freeze time."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Its key in the registry, which builds it with that name (the name's one statement)."""
+        ...
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None: ...
 

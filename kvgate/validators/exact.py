@@ -29,7 +29,7 @@ def normalise(text: str) -> str:
 class Exact:
     """Pass when the normalised output equals one of the normalised expected strings."""
 
-    name: str = "exact"
+    name: str
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         expected_strings(expected)

@@ -75,7 +75,7 @@ def _validator(schema: Any) -> Any:
 class JsonSchema:
     """Pass when the output's first JSON value satisfies the expected schema."""
 
-    name: str = "json_schema"
+    name: str
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         _validator(expected)

@@ -182,7 +182,7 @@ def _options(expected: Any, args: dict[str, Any]) -> tuple[float, int]:
 class PythonTests:
     """Pass when the model's code passes the case's unit tests in the sandbox."""
 
-    name: str = "python_tests"
+    name: str
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         _options(expected, args)

@@ -34,7 +34,7 @@ def _compile(expected: Any, args: dict[str, Any]) -> re.Pattern[str]:
 class Regex:
     """Pass when the pattern is found in the output (or matches all of it, with ``fullmatch``)."""
 
-    name: str = "regex"
+    name: str
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         _compile(expected, args)

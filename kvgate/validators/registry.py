@@ -1,4 +1,4 @@
-"""All validators by name, in one lazy table (`kvgate.registry.Registry`, as the generators use): a
+"""All validators by name, in one lazy table (`kvgate.registry.Registry`, as every plug-in kind): a
 validator's module is imported when it is first asked for, so naming them all imports none."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from kvgate.validators.base import Validator
 
 VALIDATORS: Registry[Validator] = Registry(
     "validator",
-    {
+    lazy={
         "exact": "kvgate.validators.exact:Exact",
         "json_schema": "kvgate.validators.json_schema:JsonSchema",
         "python_tests": "kvgate.validators.python_tests:PythonTests",
@@ -18,13 +18,14 @@ VALIDATORS: Registry[Validator] = Registry(
         "tool_call": "kvgate.validators.tool_call:ToolCall",
     },
 )
-"""Name → "module:class"; the class is a frozen dataclass whose instance is the validator."""
+"""Name → "module:class"; the class is a frozen dataclass whose instance (built with its name) is the
+validator."""
 
 
 def get_validator(name: str) -> Validator:
     """The validator called `name` (one instance per name); an unknown name is a BadInput that
     suggests the closest one."""
-    return VALIDATORS.get(name)
+    return VALIDATORS[name]
 
 
 def validator_names() -> list[str]:

@@ -12,7 +12,7 @@ from kvgate.validators.base import Verdict, expected_strings, refuse_args
 class SubstringAll:
     """Pass when every expected string occurs in the output (case-insensitive)."""
 
-    name: str = "substring_all"
+    name: str
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         expected_strings(expected)
@@ -28,7 +28,7 @@ class SubstringAll:
 class SubstringAny:
     """Pass when at least one expected string occurs in the output (case-insensitive)."""
 
-    name: str = "substring_any"
+    name: str
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         expected_strings(expected)

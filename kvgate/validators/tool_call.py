@@ -69,7 +69,7 @@ def _expected(expected: Any) -> tuple[str, dict[str, Any]]:
 class ToolCall:
     """Pass when the first tool call in the output has the expected name and arguments."""
 
-    name: str = "tool_call"
+    name: str
 
     def check_args(self, expected: Any, args: dict[str, Any]) -> None:
         _expected(expected)

@@ -84,7 +84,7 @@ def parse_suite(path: Path) -> SuiteSpec:
             raise BadInput(f"{here}: missing key 'generator'")
         if not isinstance(table["generator"], str):
             raise BadInput(f"{here}: generator must be a name, got {table['generator']!r}")
-        generator = GENERATORS.get(table["generator"])
+        generator = GENERATORS[table["generator"]]
         fields = {k: v for k, v in table.items() if k != "generator"}
         entries.append(SuiteEntry(generator, _params(generator, fields, here)))
     for kind, source in sources.items():

@@ -48,12 +48,11 @@ from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec, model_folder
+from kvgate.treatments.eviction_methods import EVICTION_METHODS
 from kvgate.treatments.spec import Eviction, Offload, Quantize, Reuse, Treatment
 from kvgate.workload.case import Case
 
 DTYPES = ("float32", "bfloat16", "float16")
-BUDGETED = ("adakv", "pyramidkv")
-"""Eviction methods whose budgets differ by head or layer (eviction/budgets.py, eviction/head_mask.py)."""
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of the prefix cache and of the span store, each (LRU beyond it)."""
@@ -130,7 +129,8 @@ class HFEngine:
                 return f"the hf engine does not apply {part.kind} treatments"
             if isinstance(part, Quantize) and part.dtype in REFUSED:
                 return REFUSED[part.dtype]
-        if any(isinstance(p, Eviction) and p.certificate and p.method in BUDGETED for p in parts):
+        evictions = [p for p in parts if isinstance(p, Eviction)]
+        if any(p.certificate and EVICTION_METHODS[p.method].budgeted for p in evictions):
             return "the attention-error certificate bounds uniform evictions, not per-head or per-layer ones"
         if len(parts) > 1 and any(isinstance(p, Eviction) and p.certificate for p in parts):
             return "the attention-error certificate applies to an eviction arm alone, not in a composite"
@@ -195,7 +195,7 @@ class HFSession:
     def __post_init__(self) -> None:
         engine, namespace = self.engine, self.setup.namespace
         for part in self.setup.treatment.parts():
-            if isinstance(part, Eviction) and part.method in BUDGETED:
+            if isinstance(part, Eviction) and EVICTION_METHODS[part.method].budgeted:
                 from kvgate.engines.hf.capture import attention_modules
 
                 self.head_mask = HeadMask()

@@ -31,7 +31,9 @@ class Generator(Protocol):
     """`params_type` is a frozen dataclass whose fields are the suite spec's keys for this generator."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Its key in the registry, which builds it with that name (the name's one statement)."""
+        ...
 
     @property
     def version(self) -> str: ...
@@ -44,7 +46,7 @@ class Generator(Protocol):
 
 GENERATORS: Registry[Generator] = Registry(
     "generator",
-    {
+    lazy={
         "block_edges": "kvgate.workload.generators.block_edges:BlockEdgesGenerator",
         "code": "kvgate.workload.generators.code:CodeGenerator",
         "common_words": "kvgate.workload.generators.common_words:CommonWordsGenerator",

@@ -54,7 +54,7 @@ class BlockEdgesParams(GeneratorParams):
 
 @dataclass(frozen=True)
 class BlockEdgesGenerator:
-    name: str = "block_edges"
+    name: str
     version: str = "1"
     params_type: type = BlockEdgesParams
 

@@ -129,7 +129,7 @@ INTRO = "Here are the notes of our software project."
 
 @dataclass(frozen=True)
 class CodeGenerator:
-    name: str = "code"
+    name: str
     version: str = "1"
     params_type: type = CodeParams
 

@@ -72,7 +72,7 @@ def _numbered(words: list[str]) -> str:
 
 @dataclass(frozen=True)
 class CommonWordsGenerator:
-    name: str = "common_words"
+    name: str
     version: str = "1"
     params_type: type = CommonWordsParams
 
@@ -168,7 +168,7 @@ def _coded_vocab(rng: random.Random, size: int) -> list[str]:
 
 @dataclass(frozen=True)
 class FreqWordsGenerator:
-    name: str = "freq_words"
+    name: str
     version: str = "1"
     params_type: type = FreqWordsParams
 

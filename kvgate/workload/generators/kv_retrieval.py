@@ -47,7 +47,7 @@ def _position(depth: float, pairs: int) -> int:
 
 @dataclass(frozen=True)
 class KVRetrievalGenerator:
-    name: str = "kv_retrieval"
+    name: str
     version: str = "1"
     params_type: type = KVRetrievalParams
 

@@ -89,7 +89,7 @@ def _maker(kind: str, rng: random.Random) -> Callable[[], str]:
 
 @dataclass(frozen=True)
 class NeedleGenerator:
-    name: str = "needle"
+    name: str
     version: str = "1"
     params_type: type = NeedleParams
 

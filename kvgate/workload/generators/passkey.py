@@ -41,7 +41,7 @@ class PasskeyParams(GeneratorParams):
 
 @dataclass(frozen=True)
 class PasskeyGenerator:
-    name: str = "passkey"
+    name: str
     version: str = "1"
     params_type: type = PasskeyParams
 

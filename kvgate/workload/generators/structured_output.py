@@ -87,7 +87,7 @@ def _line(r: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class StructuredOutputGenerator:
-    name: str = "structured_output"
+    name: str
     version: str = "1"
     params_type: type = StructuredOutputParams
 

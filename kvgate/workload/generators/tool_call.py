@@ -140,7 +140,7 @@ class ToolCallParams(GeneratorParams):
 
 @dataclass(frozen=True)
 class ToolCallGenerator:
-    name: str = "tool_call"
+    name: str
     version: str = "1"
     params_type: type = ToolCallParams
 

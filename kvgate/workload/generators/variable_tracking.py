@@ -57,7 +57,7 @@ def _name(rng: random.Random) -> str:
 
 @dataclass(frozen=True)
 class VariableTrackingGenerator:
-    name: str = "variable_tracking"
+    name: str
     version: str = "1"
     params_type: type = VariableTrackingParams
 

@@ -16,10 +16,7 @@ from stub_server import StubServer, launch_template, start_stub
 from kvgate.engines.base import ArmSetup
 from kvgate.engines.fake import reference_answer
 from kvgate.engines.server.engine import ServerEngine
-from kvgate.engines.server.flavours.llama_server import LlamaServer
 from kvgate.engines.server.flavours.registry import FLAVOURS
-from kvgate.engines.server.flavours.sglang import SGLang
-from kvgate.engines.server.flavours.trtllm import TensorRTLLM
 from kvgate.engines.server.response import MalformedResponse
 from kvgate.engines.server.session import ServerSession
 from kvgate.errors import BadInput
@@ -33,7 +30,7 @@ OFFLOAD = Composite("reuse+offload", of=(REUSE, Offload("offload-host")))
 
 
 def test_sglang_flags_per_arm() -> None:
-    sglang = SGLang()
+    sglang = FLAVOURS["sglang"]
     base = ["--enable-cache-report", "--random-seed", "0"]
     assert sglang.launch(Full("full")).flags == [*base, "--disable-radix-cache"]
     assert sglang.launch(Quantize("fp8", dtype="fp8_e4m3")).flags == [
@@ -57,7 +54,7 @@ def test_sglang_flags_per_arm() -> None:
 
 
 def test_trtllm_writes_its_kv_cache_config() -> None:
-    trtllm = TensorRTLLM()
+    trtllm = FLAVOURS["trtllm"]
     control = trtllm.launch(Full("full"))
     assert control.flags == ["--extra_llm_api_options", "{config}"]
     assert control.config == "kv_cache_config:\n  enable_block_reuse: false\n  dtype: auto\n"
@@ -67,7 +64,7 @@ def test_trtllm_writes_its_kv_cache_config() -> None:
 
 
 def test_llama_server_flags_per_arm() -> None:
-    server = LlamaServer()
+    server = FLAVOURS["llama-server"]
     assert server.launch(Full("full")).flags == ["--parallel", "1", "--metrics", "--seed", "0"]
     kv = server.launch(Quantize("kv", dtype="q8_0", dtype_v="q4_0")).flags
     assert kv[-6:] == ["--cache-type-k", "q8_0", "--cache-type-v", "q4_0", "--flash-attn", "on"]
@@ -149,13 +146,13 @@ def test_each_stacks_answer_is_read(flavour: str, answer: dict[str, Any]) -> Non
 def test_malformed_answers_name_the_field() -> None:
     broken = {**SGLANG_ANSWER, "output_ids": None}
     with pytest.raises(MalformedResponse, match="output_ids"):
-        SGLang().parse(broken, 7)
+        FLAVOURS["sglang"].parse(broken, 7)
     meta = {**SGLANG_ANSWER["meta_info"], "cached_tokens": 99}
     with pytest.raises(MalformedResponse, match="cached_tokens"):
-        SGLang().parse({**SGLANG_ANSWER, "meta_info": meta}, 7)
+        FLAVOURS["sglang"].parse({**SGLANG_ANSWER, "meta_info": meta}, 7)
     probs = [{"id": 1, "logprob": -0.1}, {"id": 30, "logprob": -0.5}]
     with pytest.raises(MalformedResponse, match="completion_probabilities"):
-        LlamaServer().parse({**LLAMA_ANSWER, "completion_probabilities": probs}, 7)
+        FLAVOURS["llama-server"].parse({**LLAMA_ANSWER, "completion_probabilities": probs}, 7)
 
 
 @pytest.fixture(scope="module")

@@ -3,21 +3,17 @@ eviction methods (`treatments/eviction_methods.py`)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import cast
 
 from kvgate.engines.hf.eviction.base import EvictionMethod
-from kvgate.registry import unknown_name
+from kvgate.registry import load
 from kvgate.treatments.eviction_methods import EVICTION_METHODS
 from kvgate.treatments.spec import Eviction
 
 
 def method_class(name: str) -> type:
     """The frozen dataclass implementing eviction method `name` (imported on first use)."""
-    if name not in EVICTION_METHODS:
-        raise unknown_name("eviction method", name, list(EVICTION_METHODS))
-    module, _, attr = EVICTION_METHODS[name].method.partition(":")
-    cls: type = getattr(importlib.import_module(module), attr)
+    cls: type = load(EVICTION_METHODS[name].method)  # an unknown name: "did you mean"
     return cls
 
 

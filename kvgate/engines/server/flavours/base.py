@@ -27,7 +27,9 @@ class ArmLaunch:
 
 class Flavour(Protocol):
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Its key in the registry, which builds it with that name (the name's one statement)."""
+        ...
 
     @property
     def salted(self) -> bool:

@@ -36,7 +36,7 @@ STOP_REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
 
 @dataclass(frozen=True)
 class LlamaServer:
-    name: str = "llama-server"
+    name: str
     salted: bool = False
     info_path: str | None = None
     """llama-server names its cache types in its log, not in an answer kvgate reads."""

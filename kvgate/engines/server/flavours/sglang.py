@@ -40,7 +40,7 @@ MAPPED = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
 
 @dataclass(frozen=True)
 class SGLang:
-    name: str = "sglang"
+    name: str
     salted: bool = True
     info_path: str | None = "/get_server_info"
     """SGLang's server arguments as it resolved them: `kv_cache_dtype` is the dtype it stores."""

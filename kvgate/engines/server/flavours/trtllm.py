@@ -38,7 +38,7 @@ HOST_CACHE_BYTES = 1 << 30
 
 @dataclass(frozen=True)
 class TensorRTLLM:
-    name: str = "trtllm"
+    name: str
     salted: bool = False
     info_path: str | None = None
     """trtllm-serve names no KV dtype in an answer kvgate reads (its /metrics gives block counts)."""

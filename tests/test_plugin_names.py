@@ -1,0 +1,115 @@
+"""Each plug-in name is stated once: in its kind's table (`kvgate.registry.Registry`). A walk of every
+module's syntax tree (`ast`) looks for the two ways a name gets stated again:
+
+- a list of a kind's names: a dict's keys, a tuple, list or set, or a `Literal[...]`, holding two or more
+  names of one kind (a second truth that can drift from the table);
+- a plug-in restating its own key: a class-level `name = "<key>"` in a module the table builds from.
+
+A single name used as a value (a spec's default, a check on one method, a generator naming its
+validator) is a reference, not a statement, and docstrings never count. The layering of the same
+modules is tests/test_layers.py's (`pytest tests/test_layers.py tests/test_plugin_names.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from kvgate.engines.registry import ENGINES
+from kvgate.engines.server.flavours.registry import FLAVOURS
+from kvgate.errors import BadInput
+from kvgate.registry import Registry
+from kvgate.treatments.eviction_methods import EVICTION_METHODS, EvictionMethodName
+from kvgate.treatments.spec import EVICTION_METHOD_NAMES, Eviction, field_choices
+from kvgate.validators.registry import VALIDATORS
+from kvgate.workload.generators.base import GENERATORS
+
+PACKAGE = Path(__file__).resolve().parents[1] / "kvgate"
+TABLES: dict[str, tuple[Registry[object], str]] = {
+    "engine": (ENGINES, "kvgate/engines/registry.py"),
+    "eviction method": (EVICTION_METHODS, "kvgate/treatments/eviction_methods.py"),
+    "validator": (VALIDATORS, "kvgate/validators/registry.py"),
+    "generator": (GENERATORS, "kvgate/workload/generators/base.py"),
+    "server flavour": (FLAVOURS, "kvgate/engines/server/flavours/registry.py"),
+}
+"""Each plug-in kind → its table and the module that states it."""
+BUILT_BY_NAME = ("validator", "generator", "server flavour")
+"""The kinds whose table builds each plug-in with its key (`Registry(lazy=...)`): their classes must
+not restate it. Engines are built by their own factories and still name themselves (`name = "hf"`)."""
+
+
+def lists_of_names(tree: ast.AST, names: set[str]) -> Iterator[tuple[int, list[str]]]:
+    """(line, names) of every dict-key, tuple, list or set display holding two or more of `names`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            items: list[ast.expr | None] = list(node.keys)
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            items = list(node.elts)
+        else:
+            continue
+        found = [i.value for i in items if isinstance(i, ast.Constant) and i.value in names]
+        if len(found) >= 2:
+            yield node.lineno, found
+
+
+def own_names(tree: ast.AST, names: set[str]) -> Iterator[tuple[int, str]]:
+    """(line, name) of every class-level `name = "<one of names>"` (annotated or not)."""
+    for cls in ast.walk(tree):
+        for stmt in cls.body if isinstance(cls, ast.ClassDef) else []:
+            target = stmt.target if isinstance(stmt, ast.AnnAssign) else None
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+            value = getattr(stmt, "value", None)
+            named = isinstance(target, ast.Name) and target.id == "name"
+            if named and isinstance(value, ast.Constant) and value.value in names:
+                yield stmt.lineno, value.value
+
+
+def statements(kind: str) -> list[str]:
+    """Where `kind`'s names are stated in kvgate/, as "path:line names"."""
+    names = set(TABLES[kind][0])
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = path.relative_to(PACKAGE.parent).as_posix()
+        out += [f"{where}:{line} {found}" for line, found in lists_of_names(tree, names)]
+        if kind in BUILT_BY_NAME:
+            out += [f"{where}:{line} name = {found!r}" for line, found in own_names(tree, names)]
+    return out
+
+
+def test_each_plugin_name_is_stated_once_in_its_table() -> None:
+    for kind, (table, module) in TABLES.items():
+        assert len(table) >= 2, kind
+        found = statements(kind)
+        assert len(found) == 1 and found[0].startswith(f"{module}:"), (kind, found)
+
+
+def test_the_walk_finds_a_restated_list_and_a_restated_name() -> None:
+    """The check can fail: a Literal of two method names, and a validator class naming itself."""
+    planted = ast.parse(
+        'Method = Literal["snapkv", "h2o"]\nBUDGETED = ("adakv", "pyramidkv")\n'
+        'class Exact:\n    name: str = "exact"\n'
+    )
+    methods = set(EVICTION_METHODS)
+    assert sorted(line for line, _ in lists_of_names(planted, methods)) == [1, 2]
+    assert list(own_names(planted, set(VALIDATORS))) == [(4, "exact")]
+
+
+def test_the_method_literal_is_read_from_the_table() -> None:
+    """The spec's check, `kvgate treatments` and the report schema read the table's names, in order."""
+    assert EVICTION_METHOD_NAMES == tuple(EVICTION_METHODS) == field_choices(Eviction)["method"]
+    assert get_args(EvictionMethodName) == EVICTION_METHOD_NAMES
+    with pytest.raises(ValueError, match="unknown eviction method 'snapk'; did you mean 'snapkv'"):
+        Eviction("e", method="snapk")
+
+
+def test_a_table_reads_like_a_dict_and_refuses_an_unknown_name_with_a_hint() -> None:
+    assert FLAVOURS.get("vllm") is None and FLAVOURS.get("sglang") is FLAVOURS["sglang"]
+    assert FLAVOURS["sglang"].name == "sglang" and list(FLAVOURS) == FLAVOURS.names()
+    with pytest.raises(BadInput, match="unknown server flavour 'sglan'; did you mean 'sglang'"):
+        FLAVOURS["sglan"]
