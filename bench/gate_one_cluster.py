@@ -10,14 +10,53 @@ import makes of them when the shared prompt is under `prefix_min_share` of their
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import common
 from gate_shapes import pm, shape_structure
 
-from kvgate.gate.policy import load_policy
-from kvgate.gate.simulate import Scenario, operating
+from kvgate.gate.policy import Policy, load_policy
+from kvgate.gate.simulate import Scenario, Structure, operating
+from kvgate.report.analysis.gate_structure import gate_structure
+from kvgate.report.analysis.run_data import read_workload_cases
+from kvgate.workload.freeze import freeze
+from kvgate.workload.tokenizer import WordTokenizer
+
+KEYS = ("false_accept", "false_fail", "power", "power_4tau", "pass_at_zero")
+SYSTEM = "You are the support assistant of Example Corp. " + " ".join(f"Rule {i} applies." for i in range(35))
+
+
+def frozen_trace(folder: Path, keys: str, policy: Policy) -> Structure:
+    """20 requests of their own (about 300 words) behind one 150-word system prompt, frozen by trace
+    import with the suite's `keys`, as the gate structures them under `policy`."""
+    records = [
+        {
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {
+                    "role": "user",
+                    "content": f"Ticket {i}: " + " ".join(f"item{i}x{j} broke." for j in range(90)),
+                },
+            ],
+            "expected": f"order {i}",
+        }
+        for i in range(20)
+    ]
+    (folder / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    suite = folder / "bot.toml"
+    suite.write_text(f'name = "bot"\n[[trace]]\npath = "support.jsonl"\nvalidator = "exact"\n{keys}')
+    workload = folder / "w.parquet"
+    freeze([str(suite)], workload, WordTokenizer(), seed=0)
+    return gate_structure(read_workload_cases(str(workload)), policy)
+
+
+def point(structure: Structure, policy: Policy, runs: int, defects: str) -> tuple[float, ...]:
+    op = operating(structure, policy, runs, seed=1, scenario=Scenario(defects))
+    return (op.false_accept, op.false_fail, op.power, op.at_4tau.fails, op.at_zero.passes)
 
 
 def main() -> int:
@@ -27,44 +66,56 @@ def main() -> int:
     load_before = common.load_average()
     base = replace(load_policy(None), min_control_passes=1)
     rows, data = [], {}
+
+    def add(label: str, rule: str, rates: tuple[float, ...]) -> None:
+        rows.append([label, rule, *(pm(r, runs) for r in rates)])
+        data[f"{label} · {rule}"] = dict(zip(KEYS, rates, strict=True))
+
     for rule in ("estimate", "per_case"):
         policy = replace(base, defects=rule)
         for defects in ("independent", "cluster"):
-            op = operating(
-                shape_structure([(1, 20)], policy), policy, runs, seed=1, scenario=Scenario(defects)
-            )
-            rates = (op.false_accept, op.false_fail, op.power, op.at_4tau.fails, op.at_zero.passes)
             label = "per-case" if defects == "independent" else "whole-cluster"
-            rows.append([f"1×20, {label} defects", f"defects = {rule}", *(pm(r, runs) for r in rates)])
-            data[f"{label} · {rule}"] = dict(
-                zip(("false_accept", "false_fail", "power", "power_4tau", "pass_at_zero"), rates, strict=True)
+            add(
+                f"1×20, {label} defects",
+                f"defects = {rule}",
+                point(shape_structure([(1, 20)], policy), policy, runs, defects),
             )
-    op = operating(shape_structure([(20, 1)], base), base, runs, seed=1, scenario=Scenario("independent"))
-    rates = (op.false_accept, op.false_fail, op.power, op.at_4tau.fails, op.at_zero.passes)
-    rows.append(
-        [
-            "20×1 (under prefix_min_share), per-case defects",
-            "defects = estimate",
-            *(pm(r, runs) for r in rates),
-        ]
+    add(
+        "20×1, per-case defects",
+        "defects = estimate",
+        point(shape_structure([(20, 1)], base), base, runs, "independent"),
     )
-    data["20x1 per-case · estimate"] = dict(
-        zip(("false_accept", "false_fail", "power", "power_4tau", "pass_at_zero"), rates, strict=True)
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        for keys, label in (
+            ("", "default prefix_min_share"),
+            ("prefix_min_share = 0\n", "prefix_min_share = 0"),
+        ):
+            structure = frozen_trace(Path(folder), keys, base)
+            clusters = int(structure.clusters.max()) + 1
+            noun = "cluster" if clusters == 1 else "clusters"
+            add(
+                f"frozen trace ({label}: {clusters} {noun}), per-case defects",
+                "default policy",
+                point(structure, base, runs, "independent"),
+            )
     md = (
-        "## Gate on one cluster of 20 (a trace behind one system prompt)\n\n"
+        "## Gate on 20 requests behind one system prompt (one cluster, or 20)\n\n"
         + common.provenance([sys.executable, *sys.argv], load_before)
         + f"- {runs} simulated runs per point; one slice (`all`) of 20 cases, in one cluster (1×20) or each "
-        "its own (20×1, what trace import makes of a shared prefix under `prefix_min_share`); τ = α = 5%; "
-        'min_control_passes = 1; `per_case` decides as `cluster = "none"` would\n\n'
+        'its own (20×1); τ = α = 5%; min_control_passes = 1; `per_case` decides as `cluster = "none"` '
+        "would; the frozen trace rows: 20 requests of 458 word-tokens whose first 34% are one system prompt, "
+        "frozen by `[[trace]]` import and gated on their own slices (all, ctx_bucket, task, turns, "
+        "shared_prefix)\n\n"
         + common.table(
             ["workload", "rule", "false accept @τ", "false fail @τ", "power @2τ", "power @4τ", "PASS @0"],
             rows,
         )
         + "\nA lone cluster cannot tell per-case from whole-cluster defects, so under `estimate` it never "
-        "decides; counted as 20 clusters the requests decide as 20 independent cases, which false-fails "
-        "as `per_case` does when the shared prompt's defects are whole-cluster after all; 20 independent "
-        "cases cannot pass at τ = 5% either (a PASS needs 59).\n"
+        "decides; counted as 20 clusters (what trace import makes of a shared prefix under "
+        "`prefix_min_share`) the requests decide as 20 independent cases, and false-fail as `per_case` "
+        "does when the shared prompt's defects are whole-cluster after all; 20 independent cases cannot "
+        "pass at τ = 5% either (a PASS needs 59). Every row draws from seed 1, so rows that decide alike "
+        "show identical figures.\n"
     )
     common.write_section("gate_one_cluster", md, data)
     print(md)
