@@ -41,7 +41,7 @@ SUMMARIES = {
     "view": "Write a run's HTML report and open it (or serve it on loopback).",
     "suites": "List the shipped suites.",
     "treatments": "List the shipped treatments and matrices.",
-    "engines": "List engines and the treatment kinds each supports here.",
+    "engines": "List engines and server flavours: the kinds, KV dtypes and proofs each applies here.",
     "models": "List known models and whether they are available here.",
     "validators": "List the validators a case may name and what each passes.",
 }

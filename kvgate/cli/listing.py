@@ -102,15 +102,25 @@ def treatments(as_json: bool) -> None:
 @click.command()
 @json_option
 def engines(as_json: bool) -> None:
-    """List engines, whether they are installed here, and the treatment kinds each applies."""
+    """List engines, whether they are installed here, the treatment kinds and KV dtypes each applies,
+    and what each server flavour applies and proves its treatments with."""
     from kvgate.engines.registry import ENGINES
+    from kvgate.engines.server.flavours.registry import FLAVOURS
 
     rows = []
     for name, info in ENGINES.items():
         missing = info.missing()
         status = "ready" if not missing else f"missing {', '.join(missing)} — {info.install_hint}"
-        rows.append([name, status, ", ".join(info.kinds), info.description])
-    _emit([("engines", ["name", "status", "treatment kinds", "description"], rows)], as_json)
+        dtypes, on_cpu = info.stored_kv_dtypes(), info.stored_kv_dtypes(on_cpu=True)
+        stored = ", ".join(dtypes) + (f" (on CPU: {', '.join(on_cpu)})" if on_cpu != dtypes else "")
+        rows.append([name, status, ", ".join(info.kinds), stored, info.description])
+    headers = ["name", "status", "treatment kinds", "kv dtypes", "description"]
+    columns = ["treatment kinds", "kv dtypes", "reuse", "offload", "proof counters"]
+    flavours = [[name, *(f.applies.listing()[c] for c in columns)] for name, f in FLAVOURS.items()]
+    _emit(
+        [("engines", headers, rows), ("server flavours (-E flavour=NAME)", ["flavour", *columns], flavours)],
+        as_json,
+    )
 
 
 @click.command()

@@ -12,8 +12,10 @@ from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
 from kvgate.registry import Registry, load
 from kvgate.treatments.matrix import SCHEDULE_KEYS
+from kvgate.treatments.spec import KV_DTYPES
 
 DEFAULT_ENGINE = "hf"
+VLLM_KV_DTYPE_REFUSAL = "kvgate.engines.vllm.args:kv_dtype_refusal"
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,19 @@ class EngineInfo:
     """kvgate's own `-E` names the engine takes (engines/options.py checks them before the import)."""
     takes_vllm_args: bool = False
     """Whether any `vllm.EngineArgs` field passes through its `-E` too."""
+    kv_dtype_refusal: str = ""
+    """"module:function" (dtype, on_cpu) → why the engine cannot store that KV dtype, or None: the check its
+    refusals make and `kvgate engines` lists ("": it stores every treatment dtype)."""
 
     def missing(self) -> list[str]:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
+
+    def stored_kv_dtypes(self, on_cpu: bool = False) -> tuple[str, ...]:
+        """The treatment dtypes the engine stores (on CPU, or on a GPU), as its own check says."""
+        if not self.kv_dtype_refusal:
+            return KV_DTYPES
+        refusal = load(self.kv_dtype_refusal)
+        return tuple(d for d in KV_DTYPES if refusal(d, on_cpu) is None)
 
 
 ENGINES: Registry[EngineInfo] = Registry(
@@ -55,6 +67,7 @@ ENGINES: Registry[EngineInfo] = Registry(
             "pip install -e '.[hf]' (or `make demo`)",
             loads_weights=True,
             options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s"),
+            kv_dtype_refusal="kvgate.engines.hf.kv_formats.refused:kv_dtype_refusal",
         ),
         "vllm": EngineInfo(
             "vllm.LLM in-process: FP8 KV, prefix reuse, offload on GPU; no eviction",
@@ -68,6 +81,7 @@ ENGINES: Registry[EngineInfo] = Registry(
             loads_weights=True,
             options=("dtype", "enforce_eager", "block_size", "offload_gib", "threads"),
             takes_vllm_args=True,
+            kv_dtype_refusal=VLLM_KV_DTYPE_REFUSAL,
         ),
         "server": EngineInfo(
             "a serving stack launched per arm (`vllm serve`; -E flavour=sglang|trtllm|llama-server) or given "
@@ -95,6 +109,7 @@ ENGINES: Registry[EngineInfo] = Registry(
                 "flavour",
             ),
             takes_vllm_args=True,
+            kv_dtype_refusal=VLLM_KV_DTYPE_REFUSAL,  # the vllm flavour's; other flavours: flavours/applies.py
         ),
         "llamacpp": EngineInfo(
             "llama.cpp in-process on a GGUF: its KV cache types, context shift, prefix reuse, state offload",
@@ -111,6 +126,7 @@ ENGINES: Registry[EngineInfo] = Registry(
                 "reuse_cache_bytes",
                 "timeout_s",
             ),
+            kv_dtype_refusal="kvgate.engines.llamacpp.kv_types:kv_dtype_refusal",
         ),
         "fake": EngineInfo(
             "deterministic, scriptable, with planted faults; for tests and for measuring the gate",

@@ -43,8 +43,44 @@ def test_treatments_lists_catalog_and_matrices() -> None:
 def test_engines_lists_every_engine() -> None:
     result = CliRunner().invoke(cli, ["engines"])
     assert result.exit_code == 0
-    for name in ("hf", "vllm", "fake"):
+    for name in ("hf", "vllm", "fake", "sglang", "trtllm", "llama-server"):
         assert name in result.output
+
+
+def test_engines_lists_what_each_engine_and_flavour_applies_as_their_checks_say() -> None:
+    """Each row is what the engine's or the flavour's own refusals let through: vLLM's KV dtypes as its
+    arm check (on a GPU and on CPU), each flavour's kinds, dtypes, reuse and offload as its refusal."""
+    import json
+
+    from kvgate.engines.server.flavours.registry import FLAVOURS
+    from kvgate.engines.vllm.args import VLLMPlatform, arm_refusal, cpu_kv_dtype_refusals
+    from kvgate.treatments.spec import KV_DTYPES, Composite, Offload, Quantize, Reuse
+
+    listed = json.loads(CliRunner().invoke(cli, ["engines", "--json"]).stdout)
+    engines = {r["name"]: r for r in listed["engines"]}
+    gpu = VLLMPlatform("cuda", None, {}, frozenset())
+    cpu = VLLMPlatform("cpu", "no offload on CPU", cpu_kv_dtype_refusals(), frozenset())
+    on_gpu = [d for d in KV_DTYPES if arm_refusal(Quantize("q", dtype=d), gpu) is None]
+    on_cpu = [d for d in KV_DTYPES if arm_refusal(Quantize("q", dtype=d), cpu) is None]
+    assert on_cpu == ["fp8_e4m3", "fp8_e5m2"] and len(on_gpu) == 10
+    assert engines["vllm"]["kv dtypes"] == f"{', '.join(on_gpu)} (on CPU: {', '.join(on_cpu)})"
+    assert engines["llamacpp"]["kv dtypes"].split(", ")[3:5] == ["q8_0", "q4_0"]
+    assert "turboquant_k8v4" not in engines["hf"]["kv dtypes"]
+    flavours = {r["flavour"]: r for r in listed["server flavours (-E flavour=NAME)"]}
+    assert set(flavours) == set(FLAVOURS)
+    for name, row in flavours.items():
+        refusal = FLAVOURS[name].refusal
+        mapped = [d for d in KV_DTYPES if refusal(Quantize("q", dtype=d)) is None]
+        assert row["kv dtypes"].startswith(mapped[0]) and all(d in row["kv dtypes"] for d in mapped)
+        tiers = [
+            t
+            for t in ("host", "disk")
+            if refusal(Composite("c", of=(Reuse("r"), Offload("o", tier=t)))) is None
+        ]
+        assert row["offload"] == (", ".join(tiers) or "refused")
+        assert ("reuse" in row["treatment kinds"]) == (refusal(Reuse("r")) is None)
+    assert flavours["trtllm"]["offload"] == "refused" and "fp8_e4m3 (fp8)" in flavours["trtllm"]["kv dtypes"]
+    assert "meta_info.cached_tokens" in flavours["sglang"]["proof counters"]
 
 
 def test_models_lists_the_embedded_model() -> None:
@@ -65,13 +101,17 @@ def test_every_listing_has_json() -> None:
     runner = CliRunner()
     for command, key in (
         ("suites", "name"),
-        ("engines", "status"),
         ("models", "status"),
         ("validators", "name"),
     ):
         result = runner.invoke(cli, [command, "--json"])
         rows = json.loads(result.stdout)
         assert result.exit_code == 0 and rows and all(key in r for r in rows), command
+    engines = json.loads(runner.invoke(cli, ["engines", "--json"]).stdout)
+    assert (
+        all("status" in r for r in engines["engines"])
+        and len(engines["server flavours (-E flavour=NAME)"]) == 3
+    )
     listed = json.loads(runner.invoke(cli, ["treatments", "--json"]).stdout)
     assert set(listed) == {"treatment kinds", "treatments", "matrices"}
     assert "default" in [m["name"] for m in listed["matrices"]]

@@ -41,7 +41,8 @@ from kvgate.engines.hf.cache_hooks import (
 from kvgate.engines.hf.certificate.observer import CertificateSettings, DecodeCertificate
 from kvgate.engines.hf.eviction.head_mask import HeadMask
 from kvgate.engines.hf.forward import forward_at
-from kvgate.engines.hf.kv_formats.formats import REFUSED, bytes_per_value
+from kvgate.engines.hf.kv_formats.formats import bytes_per_value
+from kvgate.engines.hf.kv_formats.refused import kv_dtype_refusal
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
@@ -127,8 +128,8 @@ class HFEngine:
         for part in parts:
             if part.kind not in SUPPORTED_KINDS:
                 return f"the hf engine does not apply {part.kind} treatments"
-            if isinstance(part, Quantize) and part.dtype in REFUSED:
-                return REFUSED[part.dtype]
+            if isinstance(part, Quantize) and (refused := kv_dtype_refusal(part.dtype)):
+                return refused
         evictions = [p for p in parts if isinstance(p, Eviction)]
         if any(p.certificate and EVICTION_METHODS[p.method].budgeted for p in evictions):
             return "the attention-error certificate bounds uniform evictions, not per-head or per-layer ones"

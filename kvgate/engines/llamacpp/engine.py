@@ -46,14 +46,13 @@ from kvgate.engines.llamacpp.counters import (
     prompt_contradiction,
     state_size_contradiction,
 )
-from kvgate.engines.llamacpp.kv_types import LAYOUTS, arm_kv_types
+from kvgate.engines.llamacpp.kv_types import LAYOUTS, arm_kv_types, kv_dtype_refusal
 from kvgate.engines.llamacpp.prefix_store import PrefixStore
 from kvgate.engines.llamacpp.state_offload import round_trip
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec
 from kvgate.treatments.spec import (
     GGML_BLOCK_TYPES,
-    GGML_KV_TYPES,
     Eviction,
     Offload,
     Quantize,
@@ -168,8 +167,8 @@ class LlamaCppEngine:
                 "and no certificate: those need the hf engine)"
             if not self.can_shift:
                 return "llama.cpp cannot shift this model's context (llama_memory_can_shift is false)"
-        if isinstance(part, Quantize) and part.dtype not in GGML_KV_TYPES:
-            return f"llama.cpp's KV cache types are {', '.join(GGML_KV_TYPES)}; {part.dtype} is not one"
+        if isinstance(part, Quantize) and (refused := kv_dtype_refusal(part.dtype)):
+            return refused
         if (
             isinstance(part, Quantize)
             and not self.settings.flash_attn

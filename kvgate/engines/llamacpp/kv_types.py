@@ -42,6 +42,13 @@ LAYOUTS: dict[str, Layout] = {
 assert set(LAYOUTS) == set(GGML_KV_TYPES)
 
 
+def kv_dtype_refusal(dtype: str, on_cpu: bool = False) -> str | None:
+    """Why llama.cpp cannot store a treatment dtype as a KV cache type (CPU or GPU alike), or None."""
+    if dtype in LAYOUTS:
+        return None
+    return f"llama.cpp's KV cache types are {', '.join(GGML_KV_TYPES)}; {dtype} is not one"
+
+
 def arm_kv_types(treatment: Treatment) -> tuple[str, str]:
     """(K's type, V's type) of an arm: its quantize part's, else llama.cpp's default f16 for both."""
     part = next((p for p in treatment.parts() if isinstance(p, Quantize)), None)

@@ -32,7 +32,6 @@ from typing import Any
 
 from kvgate.treatments.spec import (
     FP8_DTYPES,
-    GGML_KV_TYPES,
     VLLM_KV_DTYPES,
     Offload,
     Quantize,
@@ -165,8 +164,8 @@ def _part_refusal(part: Treatment, platform: VLLMPlatform) -> str | None:
             return f"vLLM says: {platform.offload_refusal}"
         if part.tier == "disk" and "kv_transfer_config" not in part.engine_args:
             return "vLLM's native offload keeps KV in host memory; a disk tier needs a kv_transfer_config"
-    if isinstance(part, Quantize) and part.dtype in GGML_KV_TYPES:
-        return f"vLLM's KV cache dtypes do not include {part.dtype}, a llama.cpp type: --engine llamacpp"
+    if isinstance(part, Quantize) and (refused := kv_dtype_refusal(part.dtype)):
+        return refused
     if isinstance(part, Quantize) and part.dtype in FP8_DTYPES and part.scale != "tensor":
         return f"vLLM scales FP8 KV per layer (one k_scale, one v_scale), not per {part.scale}"
     return None
@@ -193,6 +192,16 @@ def _args_refusal(args: dict[str, Any], parts: tuple[Treatment, ...], platform: 
     return None
 
 
+def kv_dtype_refusal(dtype: str, on_cpu: bool = False) -> str | None:
+    """Why vLLM cannot store a treatment dtype (on CPU: its CPU attention backend), or None; the
+    arm's checks and `kvgate engines` both ask this."""
+    if dtype not in KV_DTYPE_NAMES:  # the treatment dtypes vLLM has no name for are llama.cpp's
+        return f"vLLM's KV cache dtypes do not include {dtype}, a llama.cpp type: --engine llamacpp"
+    if on_cpu and not set(KV_DTYPE_NAMES[dtype]) & set(CPU_KV_DTYPES):
+        return cpu_kv_dtype_refusal(dtype)
+    return None
+
+
 def cpu_kv_dtype_refusal(dtype: str) -> str:
     """vLLM's CPU attention backend's refusal of a KV cache dtype it does not list, in one line."""
     return (
@@ -203,4 +212,4 @@ def cpu_kv_dtype_refusal(dtype: str) -> str:
 
 def cpu_kv_dtype_refusals() -> dict[str, str]:
     """The refusal of each of vLLM's newer KV dtypes on CPU (a launched server's, from CPU_KV_DTYPES)."""
-    return {d: cpu_kv_dtype_refusal(d) for d in VLLM_KV_DTYPES if d not in CPU_KV_DTYPES}
+    return {d: reason for d in KV_DTYPE_NAMES if (reason := kv_dtype_refusal(d, on_cpu=True))}

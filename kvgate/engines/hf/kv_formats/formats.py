@@ -4,7 +4,7 @@ format stores per value (its scales included).
 `simulate(x, dtype, scale, fixed)`: x [B, H, n, D] → (x through `dtype` and back, the state to keep for
 entries appended later or None). FP8 keeps its tensor or head scale (fp8.fake_quantize); NVFP4 its
 per-tensor scale; the per-token-head dtypes and the GGML types need none (each entry, each block, is
-scaled alone). TurboQuant's rotated Lloyd-Max codebooks are not simulated (REFUSED).
+scaled alone). TurboQuant's rotated Lloyd-Max codebooks are not simulated (refused.py).
 """
 
 from __future__ import annotations
@@ -13,13 +13,9 @@ import torch
 
 from kvgate.engines.hf.fp8 import FP8_FORMATS, fake_quantize
 from kvgate.engines.hf.kv_formats import ggml, nvfp4, per_token_head
+from kvgate.engines.hf.kv_formats.refused import REFUSED
 from kvgate.engines.llamacpp.kv_types import LAYOUTS
-from kvgate.treatments.spec import NVFP4_DTYPES, TURBOQUANT_DTYPES
-
-REFUSED = {
-    d: f"the hf engine does not simulate {d} (TurboQuant's rotated Lloyd-Max codes): run it on --engine vllm"
-    for d in TURBOQUANT_DTYPES
-}
+from kvgate.treatments.spec import NVFP4_DTYPES
 
 
 def simulate(

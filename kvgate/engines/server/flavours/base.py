@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kvgate.engines.server.flavours.applies import Applies
 from kvgate.engines.server.response import Completion, MalformedResponse
 from kvgate.treatments.spec import Offload, Quantize, Reuse, Treatment
 
@@ -34,6 +35,11 @@ class Flavour(Protocol):
     @property
     def salted(self) -> bool:
         """Whether requests carry a cache_salt the stack honours (else each arm's server is its namespace)."""
+        ...
+
+    @property
+    def applies(self) -> Applies:
+        """What the stack applies (its refusals and `kvgate engines` read this table)."""
         ...
 
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
@@ -70,10 +76,6 @@ class Flavour(Protocol):
 
 def quantize_part(treatment: Treatment) -> Quantize | None:
     return next((p for p in treatment.parts() if isinstance(p, Quantize)), None)
-
-
-def kinds(treatment: Treatment) -> set[str]:
-    return {p.kind for p in treatment.parts()}
 
 
 def reuse_part(treatment: Treatment) -> Reuse | None:

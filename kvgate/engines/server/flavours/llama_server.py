@@ -16,13 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvgate.engines.server.flavours.applies import Applies, kind_refusal
 from kvgate.engines.server.flavours.base import (
     ArmLaunch,
     check_prompt,
     count,
     engine_args_refusal,
-    kinds,
-    offload_part,
     quantize_part,
     reuse_part,
     token_ids,
@@ -30,6 +29,28 @@ from kvgate.engines.server.flavours.base import (
 from kvgate.engines.server.response import Completion, MalformedResponse
 from kvgate.treatments.spec import GGML_KV_TYPES, Treatment
 
+APPLIES = Applies(
+    stack="llama-server",
+    kinds=("quantize", "reuse"),
+    kv_flag="--cache-type-k/-v",
+    kv_choices=GGML_KV_TYPES,
+    kv_dtypes={t: t for t in GGML_KV_TYPES},
+    fp8_scales=(),
+    reuse_modes=("prefix",),
+    offload_tiers=(),
+    proof={"quantize": "", "reuse": "tokens_cached"},
+)
+"""llama-server's KV cache types are llama.cpp's (common/arg.cpp `kv_cache_types`)."""
+REFUSED_KINDS = {
+    "eviction": (
+        "llama-server shifts its context only when a request overflows it (--context-shift, n_keep), "
+        "not a share of every prompt: run the eviction with --engine llamacpp"
+    ),
+    "offload": (
+        "llama-server saves a slot's KV only when asked (POST /slots/{id}?action=save, "
+        "--slot-save-path); not mapped here: run state offload with --engine llamacpp"
+    ),
+}
 STOP_REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
 """llama-server's `stop_type` → the OpenAI finish reason the session reads."""
 
@@ -52,22 +73,19 @@ class LlamaServer:
             flags += ["--flash-attn", "on"]
         return ArmLaunch(flags)
 
+    @property
+    def applies(self) -> Applies:
+        return APPLIES
+
     def refusal(self, treatment: Treatment) -> str | None:
-        if "eviction" in kinds(treatment):
-            return (
-                "llama-server shifts its context only when a request overflows it (--context-shift, n_keep), "
-                "not a share of every prompt: run the eviction with --engine llamacpp"
-            )
-        if offload_part(treatment) is not None:
-            return (
-                "llama-server saves a slot's KV only when asked (POST /slots/{id}?action=save, "
-                "--slot-save-path); not mapped here: run state offload with --engine llamacpp"
-            )
+        refused = kind_refusal(APPLIES, treatment, REFUSED_KINDS)
+        if refused:
+            return refused
         reuse, quantize = reuse_part(treatment), quantize_part(treatment)
-        if reuse is not None and reuse.mode == "span":
+        if reuse is not None and reuse.mode not in APPLIES.reuse_modes:
             return "llama-server's slot cache reuses the common prefix (--cache-reuse: shifted chunks)"
-        if quantize is not None and quantize.dtype not in GGML_KV_TYPES:
-            return f"llama-server's --cache-type-k/-v take {', '.join(GGML_KV_TYPES)}; not {quantize.dtype}"
+        if quantize is not None and (refused := APPLIES.dtype_refusal(quantize)):
+            return refused
         return engine_args_refusal(treatment, self.name)
 
     def request(

@@ -4,7 +4,8 @@ Flags per arm (SGLang's server arguments, python/sglang/srt/server_args.py):
 - every arm: `--enable-cache-report` (cached prompt tokens reported per request) and `--random-seed 0`;
 - the control and every arm that may not reuse: `--disable-radix-cache` (SGLang's radix prefix cache is
   on by default);
-- quantize: `--kv-cache-dtype fp8_e4m3 | fp8_e5m2 | nvfp4` (SGLang scales FP8 per layer: scale "tensor");
+- quantize: `--kv-cache-dtype` with the treatment dtype's SGLang name (`APPLIES.kv_dtypes`: fp8_e4m3,
+  fp8_e5m2, nvfp4, bf16; SGLang scales FP8 per layer: scale "tensor"); every other dtype refused;
 - reuse, prefix: the radix cache left on;
 - offload, host, composed with prefix reuse: `--enable-hierarchical-cache` (HiCache: radix-cache blocks
   kept in host memory and loaded back as hits).
@@ -18,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvgate.engines.server.flavours.applies import Applies, kind_refusal
 from kvgate.engines.server.flavours.base import (
     ArmLaunch,
     check_prompt,
     count,
     engine_args_refusal,
-    kinds,
     offload_part,
     quantize_part,
     reuse_part,
@@ -34,8 +35,24 @@ from kvgate.treatments.spec import Treatment
 
 KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "nvfp4", "fp4_mx_block16", "bf16", "bfloat16")
 """SGLang's `--kv-cache-dtype` choices (server_args.py)."""
-MAPPED = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4"}
-"""Treatment dtypes SGLang stores under the same name."""
+APPLIES = Applies(
+    stack="SGLang",
+    kinds=("quantize", "reuse", "offload"),
+    kv_flag="--kv-cache-dtype",
+    kv_choices=KV_CACHE_DTYPES,
+    kv_dtypes={"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "nvfp4": "nvfp4", "bf16": "bf16"},
+    fp8_scales=("tensor",),
+    reuse_modes=("prefix",),
+    offload_tiers=("host",),
+    proof={
+        "quantize": "GET /get_server_info: kv_cache_dtype",
+        "reuse": "meta_info.cached_tokens (--enable-cache-report)",
+        "offload": "",
+    },
+)
+REFUSED_KINDS = {
+    "eviction": "SGLang does not evict a request's prompt KV (its radix cache evicts whole finished prefixes)"
+}
 
 
 @dataclass(frozen=True)
@@ -64,32 +81,33 @@ class SGLang:
             flags.append("--disable-radix-cache")
         quantize = quantize_part(treatment)
         if quantize is not None:
-            flags += ["--kv-cache-dtype", MAPPED[quantize.dtype]]
+            flags += [APPLIES.kv_flag, APPLIES.kv_dtypes[quantize.dtype]]
         if offload_part(treatment) is not None:
             flags.append("--enable-hierarchical-cache")
         return ArmLaunch(flags)
 
+    @property
+    def applies(self) -> Applies:
+        return APPLIES
+
     def refusal(self, treatment: Treatment) -> str | None:
-        if "eviction" in kinds(treatment):
-            return (
-                "SGLang does not evict a request's prompt KV (its radix cache evicts whole finished prefixes)"
-            )
+        refused = kind_refusal(APPLIES, treatment, REFUSED_KINDS)
+        if refused:
+            return refused
         reuse, offload, quantize = reuse_part(treatment), offload_part(treatment), quantize_part(treatment)
-        if reuse is not None and reuse.mode == "span":
+        if reuse is not None and reuse.mode not in APPLIES.reuse_modes:
             return "SGLang's radix cache reuses identical token prefixes only, not spans at other offsets"
         if offload is not None and reuse is None:
             return (
                 "SGLang's hierarchical cache (--enable-hierarchical-cache) keeps radix-cache blocks in host "
                 "memory and loads them back as prefix hits: compose offload with prefix reuse"
             )
-        if offload is not None and offload.tier == "disk":
+        if offload is not None and offload.tier not in APPLIES.offload_tiers:
             return (
                 "SGLang's hierarchical cache keeps its second tier in host memory; a disk tier is not mapped"
             )
-        if quantize is not None and quantize.dtype not in MAPPED:
-            return f"SGLang's --kv-cache-dtype takes {', '.join(KV_CACHE_DTYPES)}; not {quantize.dtype}"
-        if quantize is not None and quantize.scale not in ("tensor", "block"):
-            return f"SGLang scales FP8 KV per layer (k_scale, v_scale), not per {quantize.scale}"
+        if quantize is not None and (refused := APPLIES.dtype_refusal(quantize)):
+            return refused
         return engine_args_refusal(treatment, self.name)
 
     def request(
