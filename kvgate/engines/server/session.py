@@ -10,12 +10,8 @@ reuse arm's prompts warmed up under its salt before the measured requests (an ar
 has a launched server's device prefix cache reset, so its hits come from the offload tier), each batch's
 cached-token counters checked against the arm, and once per reuse session a probe under a fresh salt,
 which must read 0 cached tokens.
-The stress schedules (`engines/schedule.py`) run here as requests: an aborted request is sent and
-cancelled ABORT_AFTER_S after it left (the server aborts a request whose client went away), then sent
-again with the same prompt and the same `request_id` (vLLM's completions API takes one; every measured
-request carries `<namespace>:<case id>`); the interleaved namespace B and the churn are requests of one
-token under salts of their own (churn sends the batch's prompts reversed: other prompts of the same
-lengths); the counts go in the pass record.
+The stress schedules (`engines/schedule.py`) run as requests (`arm_requests.py`: aborted and re-sent
+under the same `request_id`, interleaved under namespace B, churned); their counts go in the pass record.
 Each row carries the KV dtype and bytes per token the server's `vllm:cache_config_info` names
 (`kv_cache_facts.py`) and, for an offload arm after the reset, the blocks read back from the tier.
 Time to first token is not measured (the requests are not streamed): `ttft_s` is the request's latency.
@@ -23,8 +19,6 @@ Time to first token is not measured (the requests are not streamed): `ttft_s` is
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -32,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
@@ -41,15 +35,14 @@ from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.kv_cache_facts import NO_FACTS, KVCacheFacts, cache_facts, metrics_cache_config
 from kvgate.engines.schedule import (
     ScheduleCounts,
-    churn_namespace,
-    other_namespace,
     pass_attempt,
     run_schedule,
     schedule_load,
 )
 from kvgate.engines.served_session import ServedSession, cache_salt
 from kvgate.engines.server import bounded_http
-from kvgate.engines.server.client import CompletionClient, Outcome, Request
+from kvgate.engines.server.arm_requests import ArmRequests
+from kvgate.engines.server.client import Outcome
 from kvgate.engines.server.endpoints import TOKEN_ENV, endpoint_for
 from kvgate.engines.server.flags import server_flags
 from kvgate.engines.server.flavours.base import CONFIG_PLACEHOLDER, Flavour
@@ -63,39 +56,15 @@ from kvgate.engines.server.launch import (
 )
 from kvgate.engines.server.metrics import preemptions
 from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_record
-from kvgate.engines.server.response import parse_completion
+from kvgate.engines.server.session_options import ServerOptions
 from kvgate.engines.vllm import args as vllm_args
 from kvgate.errors import EngineFailure
 from kvgate.workload.case import Case
 
 SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 DEV_MODE = "VLLM_SERVER_DEV_MODE"
-ABORT_AFTER_S = 0.25
-"""How long an aborted request runs before its client goes away: past its arrival and prefill on a busy
-machine (a shorter wait can cancel a request before the server saw it)."""
 MODELS_DEADLINE_S = 30.0
 """The most asking a given endpoint for its model may take, in all (or `timeout_s` when shorter)."""
-
-
-class ServerOptions(Protocol):
-    """What a session reads of its engine (`engine.ServerEngine`, which checked and resolved them)."""
-
-    form: str
-    """"launched" or "endpoint"."""
-    endpoints: dict[str, str]
-    flavour: Flavour | None
-    template: str
-    model_path: Path | None
-    base_args: dict[str, Any]
-    offload_gib: float
-    block_size: int | None
-    eos_ids: set[int]
-    vocab_size: int | None
-    timeout_s: float
-    retries: int
-    backoff_s: float
-    ready_s: float
-    stop_s: float
 
 
 class ServerSession(ServedSession):
@@ -108,9 +77,8 @@ class ServerSession(ServedSession):
         super().__init__(setup, engine.eos_ids)
         self.engine = engine
         self.block_size = engine.block_size
-        self.requests, self.timeouts = 0, 0
+        self.timeouts = 0
         self.counts = ScheduleCounts()
-        self.retried: dict[str, int] = {}
         self.started = time.monotonic()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         if setup.run_dir is not None:
@@ -122,8 +90,7 @@ class ServerSession(ServedSession):
         self.stem = pass_stem(setup.arm, setup.replicate, pass_attempt(setup), self.session)
         self.server: LaunchedServer | None = None
         self.command: list[str] | None = None
-        self.loop = asyncio.new_event_loop()
-        self.client: CompletionClient | None = None
+        self._requests: ArmRequests | None = None
         if engine.flavour is not None and not engine.flavour.salted:
             self.probed = True  # no salt to probe: the arm's own server is its namespace
         try:
@@ -135,10 +102,16 @@ class ServerSession(ServedSession):
             self.cache = NO_FACTS if config is None else cache_facts(config, dtype)
             if engine.flavour is not None:
                 self.cache = KVCacheFacts(self._flavour_kv_dtype(engine.flavour), None)
-            self.client = self.loop.run_until_complete(self._client())
+            died = self.server.died if self.server is not None else (lambda: None)
+            self._requests = ArmRequests(setup, engine, self.url, self.model_id, self.salt, self.reuses, died)
         except BaseException:
             self.close()
             raise
+
+    @property
+    def requests(self) -> ArmRequests:
+        assert self._requests is not None  # made before the session is returned
+        return self._requests
 
     def run_batch(self, cases: Sequence[Case]) -> list[Generation]:
         return run_schedule(self.setup, cases, self, self.counts)
@@ -146,10 +119,10 @@ class ServerSession(ServedSession):
     # --- the served protocol's engine side (engines/served_session.py) ------------------------------
 
     def warm_up(self, cases: Sequence[Case]) -> None:
-        self._send([self._request(c, self.salt, measured=False) for c in cases])
+        self.requests.send_cases(cases, measured=False)
 
     def answer(self, cases: Sequence[Case]) -> list[Generation]:
-        outcomes = self._send([self._request(c, self.salt, measured=True) for c in cases])
+        outcomes = self.requests.send_cases(cases, measured=True)
         return [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
 
     def resets_device_cache(self) -> bool:
@@ -175,21 +148,21 @@ class ServerSession(ServedSession):
             )
         return status == 200 and _succeeded(body)
 
-    # --- the stress schedules' other operations (engines/schedule.py) -------------------------------
+    # --- the stress schedules' other operations (engines/schedule.py; arm_requests.py sends them) --
+
+    def abort(self, cases: Sequence[Case]) -> int:
+        return self.requests.abort(cases)
 
     def interleave(self, cases: Sequence[Case]) -> None:
-        salt = cache_salt(other_namespace(self.setup.namespace))
-        self._send([self._request(c, salt, measured=False) for c in cases], count=False)
+        self.requests.interleave(cases)
 
     def churn(self, cases: Sequence[Case]) -> int:
-        salt = cache_salt(churn_namespace(self.setup.namespace))
-        requests = [self._request(c, salt, measured=False, reverse=True) for c in cases]
-        self._send(requests, count=False)
-        return len(requests)
+        return self.requests.churn(cases)
 
     def probe_cached_tokens(self, case: Case, namespace: str) -> int:
         """Prefill `case` once under `namespace`'s salt; how many prompt tokens it read from the cache."""
-        (outcome,) = self._send([self._request(case, cache_salt(namespace), measured=False)], count=False)
+        requests = self.requests
+        (outcome,) = requests.send([requests.build(case, cache_salt(namespace), measured=False)], count=False)
         if outcome.completion is None:
             raise EngineFailure(
                 f"arm {self.setup.arm!r}: the isolation probe on case {case.case_id} failed: {outcome.error}"
@@ -198,10 +171,12 @@ class ServerSession(ServedSession):
 
     def close(self) -> None:
         try:
-            if self.client is not None:
+            if self._requests is not None:
                 self._write_record()
         finally:
-            self._close_client()
+            if self._requests is not None:  # closed once: the record is written once
+                self._requests.close()
+                self._requests = None
             if self.server is not None:
                 self.server.stop(self.engine.stop_s)
                 self.server = None
@@ -265,55 +240,6 @@ class ServerSession(ServedSession):
         url = f"http://{HOST}:{port}"
         return url, self.server.start(url, engine.ready_s)
 
-    async def _client(self) -> CompletionClient:
-        died = self.server.died if self.server is not None else (lambda: None)
-        parse = self.engine.flavour.parse if self.engine.flavour is not None else parse_completion
-        return CompletionClient(
-            self.url, self.engine.timeout_s, self.engine.retries, self.engine.backoff_s,
-            self.setup.concurrency, died, parse,
-        )  # fmt: skip
-
-    def _request(self, case: Case, salt: str, measured: bool, reverse: bool = False) -> Request:
-        prompt = list(case.prompt_token_ids or ())
-        if reverse:
-            prompt.reverse()
-        flavour = self.engine.flavour
-        if flavour is not None:
-            tokens = case.max_new_tokens if measured else 1
-            path, asked = flavour.request(self.model_id, prompt, tokens, salt, measured, self.reuses)
-            return Request(case.case_id, asked, len(prompt), path)
-        body: dict[str, Any] = {
-            "model": self.model_id,
-            "prompt": prompt,
-            "max_tokens": case.max_new_tokens if measured else 1,
-            "temperature": 0.0,
-            "cache_salt": salt,
-            "return_token_ids": True,
-        }
-        if measured:
-            body["logprobs"] = 1
-            body["request_id"] = f"{self.setup.namespace}:{case.case_id}"  # the same when resubmitted
-        return Request(case.case_id, body, len(prompt))
-
-    def _send(self, requests: list[Request], count: bool = True) -> list[Outcome]:
-        assert self.client is not None
-        try:
-            outcomes = self.loop.run_until_complete(self.client.complete_all(requests))
-        except EngineFailure as exc:
-            where = self.setup.run_dir
-            hint = (
-                f"; rows stored so far are kept: resume with `kvgate run --resume {where}`" if where else ""
-            )
-            raise EngineFailure(f"arm {self.setup.arm!r}, {exc}{hint}") from None
-        if count:
-            self.requests += len(requests)
-            for request, outcome in zip(requests, outcomes, strict=True):
-                if outcome.attempts > 1:
-                    self.retried[request.case_id] = max(
-                        self.retried.get(request.case_id, 0), outcome.attempts
-                    )
-        return outcomes
-
     def _generation(self, case: Case, outcome: Outcome) -> Generation:
         if outcome.timed_out:
             self.timeouts += 1
@@ -337,25 +263,6 @@ class ServerSession(ServedSession):
             ttft_s=outcome.latency_s,
             latency_s=outcome.latency_s,
         )
-
-    def abort(self, cases: Sequence[Case]) -> int:
-        """Send each case's measured request and cancel it ABORT_AFTER_S later, unless it was answered by
-        then; how many were cancelled."""
-        client = self.client
-        assert client is not None
-        requests = [self._request(c, self.salt, measured=True) for c in cases]
-
-        async def cancel(request: Request) -> int:
-            try:
-                await asyncio.wait_for(client.complete(request), ABORT_AFTER_S)
-            except TimeoutError:
-                return 1
-            return 0
-
-        async def every() -> list[int]:
-            return list(await asyncio.gather(*(cancel(r) for r in requests)))
-
-        return sum(self.loop.run_until_complete(every()))
 
     def _flavour_kv_dtype(self, flavour: Flavour) -> str | None:
         """The KV dtype the flavour's server names for itself (its info answer), or None."""
@@ -393,8 +300,8 @@ class ServerSession(ServedSession):
             "url": self.url,
             "concurrency": self.setup.concurrency,
             "kv_blocks": self.setup.kv_blocks,
-            "requests": self.requests,
-            "retried": dict(sorted(self.retried.items())),
+            "requests": self.requests.sent,
+            "retried": dict(sorted(self.requests.retried.items())),
             "timeouts": self.timeouts,
             "preemptions": None if before is None or after is None else max(0, after - before),
             "load": schedule_load(self.setup),
@@ -405,20 +312,6 @@ class ServerSession(ServedSession):
             record["command"] = self.command
             record["log"] = f"{FOLDER}/{self.stem}.log"
         write_record(self.setup.run_dir, record)
-
-    def _close_client(self) -> None:
-        if self.loop.is_closed():
-            return
-        with contextlib.suppress(Exception):
-            pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            if self.client is not None:
-                self.loop.run_until_complete(self.client.aclose())
-        self.client = None
-        self.loop.close()
 
 
 def _succeeded(body: bytes) -> bool:
