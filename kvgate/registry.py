@@ -1,6 +1,6 @@
 """The one idiom of kvgate's plug-in tables (engines, eviction methods, validators, generators, server
-flavours): a `Registry` whose keys are the only place each name is stated, with "did you mean" on
-unknown names, and "module:attr" paths imported only when a name is first asked for."""
+flavours, report formats): a `Registry` whose keys are the only place each name is stated, with "did
+you mean" on unknown names, and "module:attr" paths imported only when a name is first asked for."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from kvgate.engines.registry import ENGINES
 from kvgate.engines.server.flavours.registry import FLAVOURS
 from kvgate.errors import BadInput
 from kvgate.registry import Registry
+from kvgate.report.render.formats import FORMATS
 from kvgate.treatments.eviction_methods import EVICTION_METHODS, EvictionMethodName
 from kvgate.treatments.spec import EVICTION_METHOD_NAMES, Eviction, field_choices
 from kvgate.validators.registry import VALIDATORS
@@ -35,6 +36,7 @@ TABLES: dict[str, tuple[Registry[object], str]] = {
     "validator": (VALIDATORS, "kvgate/validators/registry.py"),
     "generator": (GENERATORS, "kvgate/workload/generators/base.py"),
     "server flavour": (FLAVOURS, "kvgate/engines/server/flavours/registry.py"),
+    "report format": (FORMATS, "kvgate/report/render/formats.py"),
 }
 """Each plug-in kind → its table and the module that states it."""
 BUILT_BY_NAME = ("validator", "generator", "server flavour")

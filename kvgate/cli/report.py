@@ -10,29 +10,19 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kvgate.report.render.formats import FORMATS
+
 if TYPE_CHECKING:
     from kvgate.report.document.report import Report
-
-FORMATS = ("table", "md", "html", "json", "junit")
-FILE_NAMES = {
-    "table": "report.txt",
-    "md": "report.md",
-    "html": "report.html",
-    "json": "report.json",
-    "junit": "junit.xml",
-}
-"""What each format is called in the folder `--format a,b -o DIR` writes."""
 
 
 def parse_formats(text: str, output: Path | None) -> list[str]:
     """`md` or `md,junit,json`; several need `-o DIR`. Unknown names are refused with "did you mean"."""
     from kvgate.errors import BadInput
-    from kvgate.registry import unknown_name
 
     names = [name.strip() for name in text.split(",") if name.strip()]
     for name in names:
-        if name not in FORMATS:
-            raise unknown_name("format", name, list(FORMATS))
+        FORMATS[name]  # an unknown name is refused here
     if not names:
         raise BadInput(f"--format is empty: name one or more of {', '.join(FORMATS)}")
     if len(names) > 1 and output is None:
@@ -197,8 +187,10 @@ def report(
     else:
         assert output is not None  # parse_formats asks for -o with several
         for name in formats:
-            emit(data, name, output / FILE_NAMES[name], junit_inconclusive)
-        click.echo(f"kvgate: wrote {', '.join(FILE_NAMES[n] for n in formats)} into {output}", err=True)
+            emit(data, name, output / FORMATS[name].file_name, junit_inconclusive)
+        click.echo(
+            f"kvgate: wrote {', '.join(FORMATS[n].file_name for n in formats)} into {output}", err=True
+        )
     if samples is not None:
         from kvgate.report.analysis.run_data import read_cases
         from kvgate.report.analysis.samples import samples_jsonl

@@ -1,14 +1,37 @@
-"""Renderers by format name, each turning the report model (report.document) into text: table,
-md, html, json, junit (one module each under report/render; json's is here)."""
+"""Report formats by name, in one table (`kvgate.registry.Registry`): each format's renderer, a function
+under report/render imported when the format is first rendered, and the file `--format a,b -o DIR`
+writes it to. Reading the table imports no renderer and not the report model."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from kvgate.errors import BadInput
-from kvgate.report.document.report import Report, as_report
+from kvgate.registry import Registry, load
+
+if TYPE_CHECKING:
+    from kvgate.report.document.report import Report
+
+
+@dataclass(frozen=True)
+class ReportFormat:
+    file_name: str
+    """What the format's file is called in the folder several formats are written into."""
+    renderer: str
+    """"module:function" taking (report, **options) and returning the text."""
+
+
+FORMATS: Registry[ReportFormat] = Registry(
+    "format",
+    records={
+        "table": ReportFormat("report.txt", "kvgate.report.render.table:render_table"),
+        "md": ReportFormat("report.md", "kvgate.report.render.markdown:render_markdown"),
+        "html": ReportFormat("report.html", "kvgate.report.render.html:render_html"),
+        "json": ReportFormat("report.json", "kvgate.report.render.formats:render_json"),
+        "junit": ReportFormat("junit.xml", "kvgate.report.render.junit:render_junit"),
+    },
+)
 
 
 def render_json(report: Report, **_: Any) -> str:
@@ -17,42 +40,11 @@ def render_json(report: Report, **_: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _markdown(report: Report, **_: Any) -> str:
-    from kvgate.report.render.markdown import render_markdown
-
-    return render_markdown(report)
-
-
-def _html(report: Report, **_: Any) -> str:
-    from kvgate.report.render.html import render_html
-
-    return render_html(report)
-
-
-def _junit(report: Report, junit_inconclusive: str = "failure", **_: Any) -> str:
-    from kvgate.report.render.junit import render_junit
-
-    return render_junit(report, junit_inconclusive)
-
-
-def _table(report: Report, width: int = 120, **_: Any) -> str:
-    from kvgate.report.render.table import render_table
-
-    return render_table(report, width)
-
-
-RENDERERS: dict[str, Callable[..., str]] = {
-    "table": _table,
-    "md": _markdown,
-    "html": _html,
-    "json": render_json,
-    "junit": _junit,
-}
-
-
 def render(report: Report | dict[str, Any], fmt: str, **options: Any) -> str:
-    """`report` (or its parsed JSON) as text in format `fmt` (table, md, html, json, junit); `options` go
-    to the renderers that take them (width: the table's columns; junit_inconclusive: failure | skip)."""
-    if fmt not in RENDERERS:
-        raise BadInput(f"unknown report format {fmt!r}; known: {', '.join(RENDERERS)}")
-    return RENDERERS[fmt](as_report(report), **options)
+    """`report` (or its parsed JSON) as text in format `fmt` (FORMATS); `options` go to the renderers
+    that take them (width: the table's columns; junit_inconclusive: failure | skip)."""
+    from kvgate.report.document.report import as_report
+
+    renderer = load(FORMATS[fmt].renderer)  # an unknown format: "did you mean"
+    text: str = renderer(as_report(report), **options)
+    return text

@@ -72,7 +72,7 @@ def _arm(arm: Arm, markup: Any) -> dict[str, Any]:
     }
 
 
-def render_html(report: Report) -> str:
+def render_html(report: Report, **_: Any) -> str:
     template, markup = _template()
     changed = report.policy.changed_reason
     context_plot = plots.cfr_by_context(report)

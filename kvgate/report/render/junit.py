@@ -2,7 +2,7 @@
 
 fail → <failure>, error → <error>, pass → a test case with its figures in <system-out>. An inconclusive
 arm or gated slice is a <failure> by default (it does not clear the gate), or <skipped> with
-`inconclusive="skip"` (for a job where inconclusive does not fail). A signal slice fails a test only
+`junit_inconclusive="skip"` (for a job where inconclusive does not fail). A signal slice fails a test only
 when it fails the arm; otherwise it is <skipped type="signal"> (it gates nothing, so it is no passed
 test). Every `message` attribute is one short line (verdict and counts, at most MESSAGE_LIMIT
 characters), as CI summaries show it; the reason, what a verdict needs and the examples are the
@@ -12,6 +12,7 @@ element's body.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import Any
 
 from kvgate.report.document.arm import Arm
 from kvgate.report.document.compare import Compare
@@ -90,7 +91,7 @@ def _arm_message(arm: Arm) -> str:
     return "\n".join(lines)
 
 
-def render_junit(report: Report, inconclusive: str = "failure") -> str:
+def render_junit(report: Report, junit_inconclusive: str = "failure", **_options: Any) -> str:
     root = ET.Element("testsuites", {"name": f"kvgate {report.run.run_id}"})
     totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
     counted = {"failure": "failures", "error": "errors", "skipped": "skipped"}
@@ -109,13 +110,13 @@ def render_junit(report: Report, inconclusive: str = "failure") -> str:
         for key, prop in properties.items():
             ET.SubElement(props, "property", {"name": key, "value": prop})
         classname = f"kvgate.{arm.arm}"
-        element = _element(arm.decision, True, inconclusive)
+        element = _element(arm.decision, True, junit_inconclusive)
         name, decision, _ = text.verdict_parts(arm)
         headline = f"{name}: {decision} · {text.cfr_summary(text.headline_slice(arm))}"
         outcome: tuple[str, str, str] = (headline, _arm_message(arm), arm.decision)
         outcomes = [_case(suite, classname, ARM_CASE, element, outcome)]
         for s in arm.slices:
-            element = _element(s.decision, s.gated, inconclusive)
+            element = _element(s.decision, s.gated, junit_inconclusive)
             signal = not s.gated and element == "skipped"
             outcome = (SIGNAL if signal else _summary(s), _details(s), "signal" if signal else s.decision)
             outcomes.append(_case(suite, classname, s.slice, element, outcome))

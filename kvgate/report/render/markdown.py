@@ -6,6 +6,8 @@ report of 60 slices each stays under GitHub's 65,536-character comment limit.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvgate.report.document.arm import Arm
 from kvgate.report.document.compare import Compare
 from kvgate.report.document.report import Report
@@ -118,7 +120,7 @@ def arm_section(arm: Arm, level: int = 0) -> list[str]:
     return lines
 
 
-def render_markdown(report: Report) -> str:
+def render_markdown(report: Report, **_: Any) -> str:
     """The report, its slice tables shortened only as far as needed to stay within BUDGET characters."""
     for level in range(len(LEVELS) - 1):
         out = _render(report, level)
