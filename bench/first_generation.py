@@ -45,7 +45,9 @@ def child(mark: str, argv: list[str]) -> None:
 
     def first(self: engine.HFSession, cases: object) -> object:
         out = generate(self, cases)  # type: ignore[arg-type]
-        Path(mark).write_text(f"{len(out)} case(s), error {out[0].error}", encoding="utf-8")
+        loaded = [p for p in UNUSED if sys.modules.get(p) is not None]  # None: marked absent, not imported
+        note = f"{len(out)} case(s), error {out[0].error}\nloaded: {' '.join(loaded)}"
+        Path(mark).write_text(note, encoding="utf-8")
         os._exit(0)
 
     engine.HFSession.generate = first  # type: ignore[method-assign]
@@ -66,7 +68,7 @@ def first_generation(argv: list[str], env: dict[str, str], name: str) -> common.
     """One child, checked to have ended at its first generation, without error."""
     run = common.run_child(argv, 600, env=env)
     mark = Path(argv[argv.index("--child") + 1])
-    noted = mark.read_text(encoding="utf-8") if mark.exists() else "no generation"
+    noted = mark.read_text(encoding="utf-8").split("\n")[0] if mark.exists() else "no generation"
     if run.returncode != 0 or noted != "1 case(s), error None":
         raise SystemExit(f"{name}: exit {run.returncode}, {noted}: {common.last_line(run.stderr)}")
     return run
@@ -88,12 +90,15 @@ def measure(sides: dict[str, Path], workload: Path, matrix: Path, tmp: Path, rep
 
 
 def imports(tree: Path, workload: Path, matrix: Path, tmp: Path) -> tuple[list[str], str]:
-    """(the UNUSED packages imported, the import-time table) of one child of `tree` under `python -X
-    importtime` (with --verbose, so the engine's stderr is not moved into the run's engine.log)."""
+    """(the UNUSED packages loaded at the first generation, the import-time table) of one child of `tree`
+    under `python -X importtime` (with --verbose, so the engine's stderr is not moved into the run's
+    engine.log). A module marked absent (`sys.modules[name] = None`) shows in importtime's log without
+    being loaded, so the child's own sys.modules decides (it notes them beside its first generation)."""
     argv, env = command(tree, workload, matrix, tmp / f"runs-importtime-{tree.name}")
     run = first_generation([common.PYTHON, "-X", "importtime", *argv[1:], "--verbose"], env, str(tree))
-    imported = {line.split("|")[-1].strip().split(".")[0] for line in run.stderr.splitlines() if "|" in line}
-    return [p for p in UNUSED if p in imported], import_table(run.stderr, top=12)
+    noted = Path(argv[argv.index("--child") + 1]).read_text(encoding="utf-8").split("\n")
+    loaded = set(noted[1].removeprefix("loaded:").split())
+    return [p for p in UNUSED if p in loaded], import_table(run.stderr, top=12)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,7 @@ from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
+from kvgate.engines.hf.triton_guard import hide_triton_without_gpu
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec, model_folder
 from kvgate.treatments.eviction_methods import EVICTION_METHODS
@@ -97,6 +98,7 @@ class HFEngine:
         """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
         reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's),
         timeout_s (a case still decoding after it is stored as a timeout)."""
+        hide_triton_without_gpu()  # before transformers loads torch._dynamo (triton_guard)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if dtype not in DTYPES:
