@@ -145,20 +145,8 @@ def file_classes(base: Path) -> Iterator[Case]:
                 if mutation in ("comment-only", "empty", "bom") and kind == "policy":
                     expect = ANY  # an empty policy is the default one
                 yield Case(kind, f"{mutation} via {command}", argv, [write("F", data), *preps], expect)
-            for sp in SPECIAL_KINDS:
-                prep = [write("F", text.encode()), special("F", sp)]
-                yield Case("special", f"{kind} as {sp} via {command}", argv, [*prep, *preps], REFUSED)
-            name = os.fsdecode(b"F\xff")
-            enc_argv = [
-                a.replace("{root}/in/F", "{root}/in/" + name) if isinstance(a, str) else a for a in argv
-            ]
-            yield Case(
-                "encoding",
-                f"{kind} at a non-UTF-8 path via {command}",
-                enc_argv,
-                [write(name, text.encode()), *preps],
-                {0, 1, 2, 3},
-            )
+            yield from as_special_files(kind, command, argv, text.encode(), preps)
+            yield at_non_utf8_path(kind, command, argv, text.encode(), preps, b"F\xff", {0, 1, 2, 3})
     trace_ok = (base / "trace.jsonl").read_bytes()
     traces = {
         "not-json": b"not json\n",
@@ -177,14 +165,29 @@ def file_classes(base: Path) -> Iterator[Case]:
         for mutation, data in traces.items():
             expect = ANY if mutation in ("many-lines", "huge-line", "nul") else REFUSED  # valid records
             yield Case("trace", f"{mutation} via {command}", argv, [write("F", data), *preps], expect)
-        for sp in SPECIAL_KINDS:
-            yield Case(
-                "special",
-                f"trace as {sp} via {command}",
-                argv,
-                [write("F", trace_ok), special("F", sp), *preps],
-                REFUSED,
-            )
+        yield from as_special_files("trace", command, argv, trace_ok, preps)
+
+
+def as_special_files(
+    kind: str, command: str, argv: list[Arg], data: bytes, preps: list[Prep]
+) -> Iterator[Case]:
+    """`in/F` holding `data`, then made each special file (sandbox.SPECIAL_KINDS), read by `command`:
+    each is refused."""
+    for sp in SPECIAL_KINDS:
+        prep = [write("F", data), special("F", sp), *preps]
+        yield Case("special", f"{kind} as {sp} via {command}", argv, prep, REFUSED)
+
+
+def at_non_utf8_path(
+    kind: str, command: str, argv: list[Arg], data: bytes, preps: list[Prep], name: bytes,
+    expect: set[int] = ANY,
+) -> Case:  # fmt: skip
+    """`data` at `in/NAME`, a name that is not UTF-8, read by `command` where it reads `in/F`."""
+    path = os.fsdecode(name)
+    moved = [a.replace("{root}/in/F", "{root}/in/" + path) if isinstance(a, str) else a for a in argv]
+    return Case(
+        "encoding", f"{kind} at a non-UTF-8 path via {command}", moved, [write(path, data), *preps], expect
+    )
 
 
 def _leaves(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:

@@ -3,14 +3,13 @@ them), as special files and at a non-UTF-8 path, × `freeze --check`, `run` and 
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
 
 from hostile.case import ANY, REFUSED, Case
-from hostile.sandbox import SPECIAL_KINDS, special, write
-from hostile.spec_files import file_commands
+from hostile.sandbox import write
+from hostile.spec_files import as_special_files, at_non_utf8_path, file_commands
 
 
 def workload_class(base: Path) -> Iterator[Case]:
@@ -36,16 +35,5 @@ def workload_class(base: Path) -> Iterator[Case]:
             if mutation.startswith("byte") or mutation.startswith("forged"):
                 expect = ANY  # a flipped byte in a string, a forgery freeze accepts: the hash says
             yield Case("workload", f"{mutation} via {command}", argv, [write("F", raw), *preps], expect)
-        for sp in SPECIAL_KINDS:
-            yield Case(
-                "special",
-                f"workload as {sp} via {command}",
-                argv,
-                [write("F", data), special("F", sp), *preps],
-                REFUSED,
-            )
-        name = os.fsdecode(b"W\xff.parquet")
-        enc = [a.replace("{root}/in/F", "{root}/in/" + name) if isinstance(a, str) else a for a in argv]
-        yield Case(
-            "encoding", f"workload at a non-UTF-8 path via {command}", enc, [write(name, data), *preps]
-        )
+        yield from as_special_files("workload", command, argv, data, preps)
+        yield at_non_utf8_path("workload", command, argv, data, preps, b"W\xff.parquet")
