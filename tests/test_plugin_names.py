@@ -3,16 +3,18 @@ module's syntax tree (`ast`) looks for the two ways a name gets stated again:
 
 - a list of a kind's names: a dict's keys, a tuple, list or set, or a `Literal[...]`, holding two or more
   names of one kind (a second truth that can drift from the table);
-- a plug-in restating its own key: a class-level `name = "<key>"` in a module the table builds from.
+- a plug-in restating its own key: a class-level `name = "<key>"` (engines excepted: SELF_NAMED).
 
 A single name used as a value (a spec's default, a check on one method, a generator naming its
-validator) is a reference, not a statement, and docstrings never count. The layering of the same
-modules is tests/test_layers.py's (`pytest tests/test_layers.py tests/test_plugin_names.py`).
+validator) is a reference, not a statement, and docstrings never count. The tables' "module:attr"
+paths are checked to name what they load. No import circle and no upward import: tests/test_layers.py
+(both: `PYTHONPATH=$PWD .venv/bin/python -m pytest tests/test_layers.py tests/test_plugin_names.py`).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import get_args
@@ -39,9 +41,10 @@ TABLES: dict[str, tuple[Registry[object], str]] = {
     "report format": (FORMATS, "kvgate/report/render/formats.py"),
 }
 """Each plug-in kind → its table and the module that states it."""
-BUILT_BY_NAME = ("validator", "generator", "server flavour")
-"""The kinds whose table builds each plug-in with its key (`Registry(lazy=...)`): their classes must
-not restate it. Engines are built by their own factories and still name themselves (`name = "hf"`)."""
+SELF_NAMED = ("engine",)
+"""Kinds whose plug-ins still state their own name: engines are built by their own factories and name
+themselves (`name = "hf"`, read by the runner's messages); every other kind's table builds its plug-in
+with its key (`Registry(lazy=...)`) or holds a record that names no key."""
 
 
 def lists_of_names(tree: ast.AST, names: set[str]) -> Iterator[tuple[int, list[str]]]:
@@ -79,7 +82,7 @@ def statements(kind: str) -> list[str]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         where = path.relative_to(PACKAGE.parent).as_posix()
         out += [f"{where}:{line} {found}" for line, found in lists_of_names(tree, names)]
-        if kind in BUILT_BY_NAME:
+        if kind not in SELF_NAMED:
             out += [f"{where}:{line} name = {found!r}" for line, found in own_names(tree, names)]
     return out
 
@@ -115,3 +118,36 @@ def test_a_table_reads_like_a_dict_and_refuses_an_unknown_name_with_a_hint() -> 
     assert FLAVOURS["sglang"].name == "sglang" and list(FLAVOURS) == FLAVOURS.names()
     with pytest.raises(BadInput, match="unknown server flavour 'sglan'; did you mean 'sglang'"):
         FLAVOURS["sglan"]
+
+
+def defines(path: Path, attr: str) -> bool:
+    """Whether the module at `path` defines `attr` at its top level (a class, a function or a name)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == attr:
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+            return True
+    return False
+
+
+def test_every_module_path_names_what_it_loads() -> None:
+    """Each "kvgate.module:attr" string in kvgate/ (the tables' lazy paths) names a module that
+    defines `attr`, read without importing it: a renamed class fails here, not when first asked for."""
+    paths = {
+        node.value
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and re.fullmatch(r"kvgate(\.\w+)+:\w+", node.value)
+    }  # fmt: skip
+    records = {e.factory for e in ENGINES.values()} | {m.method for m in EVICTION_METHODS.values()}
+    assert records | {f.renderer for f in FORMATS.values()} <= paths
+    wrong = []
+    for text in sorted(paths):
+        module, _, attr = text.partition(":")
+        file = PACKAGE.parent / Path(*module.split("."))
+        file = file / "__init__.py" if file.is_dir() else file.with_suffix(".py")
+        if not (file.is_file() and defines(file, attr)):
+            wrong.append(text)
+    assert len(paths) >= 30 and not wrong, wrong
