@@ -36,11 +36,12 @@ class PartCheck:
     run_id: str
     listed: dict[str, Any]
 
-    def __call__(self, path: Path, data: bytes, metadata: dict[bytes, bytes] | None) -> None:
+    def __call__(self, path: Path, data: bytes, metadata: dict[bytes, bytes] | None, rows: int) -> None:
+        """`rows`: the part's row count as its footer states it (read with its metadata)."""
         if hashlib.sha256(data).hexdigest() != self.listed[key_of(self.results, path)]["sha256"]:
             changed(path)
         check_bound(path, read_binding(metadata), self.run_id, path.parent.name)
-        self.check_rows(path, pq.read_metadata(pa.BufferReader(data)).num_rows)
+        self.check_rows(path, rows)
 
     def check_rows(self, path: Path, rows: int) -> None:
         """The index's row count for the part is the part's own (an edited count is refused, not used)."""

@@ -73,9 +73,10 @@ RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTI
 SCHEMAS = {1: RESULT_SCHEMA_V1, 2: RESULT_SCHEMA_V2, 3: RESULT_SCHEMA_V3, 4: RESULT_SCHEMA}
 """Each version's columns, in the order it stores them."""
 
-BytesCheck = Callable[[Path, bytes, "dict[bytes, bytes] | None"], None]
-"""Called with a part's path, its bytes and its metadata before its rows are read (rundir.integrity's
-check against the run's index and binding), so that checking and reading open the part once."""
+BytesCheck = Callable[[Path, bytes, "dict[bytes, bytes] | None", int], None]
+"""Called with a part's path, its bytes, its metadata and its row count (from the footer) before its rows
+are read (rundir.integrity's check against the run's index and binding), so that checking and reading
+open the part, and parse its footer, once."""
 
 
 def read_part(
@@ -102,10 +103,11 @@ def read_part(
         with pq.ParquetFile(
             source, page_checksum_verification=True, read_dictionary=list(dictionary) or None
         ) as part:
-            metadata = part.schema_arrow.metadata
+            schema = part.schema_arrow
+            metadata = schema.metadata
             if check is not None:
-                check(path, data, metadata)
-            version = stored_version(part.schema_arrow, path, dictionary)
+                check(path, data, metadata, part.metadata.num_rows)
+            version = stored_version(schema, path, dictionary)
             have = set(SCHEMAS[version].names)
             table = part.read(columns=[c for c in wanted if c in have], use_threads=False)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
@@ -144,8 +146,9 @@ def _declared_version(metadata: dict[bytes, bytes] | None, path: Path) -> int | 
 
 def upgrade(table: pa.Table, columns: Sequence[str]) -> pa.Table:
     """`columns` of `table` in that order; a column its version lacks (added later) is null."""
+    have = set(table.column_names)
     for name in columns:
-        if name not in table.column_names:
+        if name not in have:
             field = RESULT_SCHEMA.field(name)
             table = table.append_column(field, pa.nulls(table.num_rows, field.type))
     return table.select(list(columns))

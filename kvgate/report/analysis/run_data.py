@@ -297,8 +297,12 @@ class RunRows:
             np.cumsum(lengths) - lengths, lengths
         )
         table = pa.concat_tables(parts) if parts else None
+        del parts
+        if table is not None:
+            self.case = positions(table["case_id"], cases, run_dir)  # placed part by part: before combining
+            table = table.combine_chunks()  # one chunk per column: every later conversion is one copy
         self.table = table
-        """The columns read (None without rows), for the proof of treatment."""
+        """The columns read (None without rows), one chunk each, for the proof of treatment."""
         if table is not None:
             arm, arm_values = dictionary_codes(table["arm"])
             unknown = sorted(set(arm_values) - set(arm_names))
@@ -307,7 +311,6 @@ class RunRows:
                     f"{run_dir}: result rows of arm {unknown[0]!r}, which the manifest does not name"
                 )
             kinds, kind_values = dictionary_codes(table["fail_kind"])
-            self.case = positions(table["case_id"], cases, run_dir)
             self.arm = np.array([arm_names.index(a) for a in arm_values] + [-1], dtype=np.int64)[arm]
             self.error = np.array([k == "engine_error" for k in kind_values] + [False])[kinds]
             cols = {c: to_numpy(table[c], fill, dtype) for c, (fill, dtype) in NUMERIC.items()}
