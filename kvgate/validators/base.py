@@ -52,3 +52,15 @@ def refuse_args(name: str, args: dict[str, Any]) -> None:
     """`check_args` of a validator that takes no arguments."""
     if args:
         raise ValueError(f"{name} takes no arguments, got {sorted(args)}")
+
+
+@dataclass(frozen=True)
+class StringsValidator:
+    """Base of the validators whose `expected` is one string or a list of them and that take no
+    arguments: only the verdict (`__call__`) differs."""
+
+    name: str
+
+    def check_args(self, expected: Any, args: dict[str, Any]) -> None:
+        expected_strings(expected)
+        refuse_args(self.name, args)

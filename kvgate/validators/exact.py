@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from kvgate.validators.base import Verdict, expected_strings, refuse_args
+from kvgate.validators.base import StringsValidator, Verdict, expected_strings
 
 
 def normalise(text: str) -> str:
@@ -26,14 +26,8 @@ def normalise(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Exact:
+class Exact(StringsValidator):
     """Pass when the normalised output equals one of the normalised expected strings."""
-
-    name: str
-
-    def check_args(self, expected: Any, args: dict[str, Any]) -> None:
-        expected_strings(expected)
-        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         got = normalise(output)

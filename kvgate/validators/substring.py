@@ -5,18 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvgate.validators.base import Verdict, expected_strings, refuse_args
+from kvgate.validators.base import StringsValidator, Verdict, expected_strings
 
 
 @dataclass(frozen=True)
-class SubstringAll:
+class SubstringAll(StringsValidator):
     """Pass when every expected string occurs in the output (case-insensitive)."""
-
-    name: str
-
-    def check_args(self, expected: Any, args: dict[str, Any]) -> None:
-        expected_strings(expected)
-        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         text = output.lower()
@@ -25,14 +19,8 @@ class SubstringAll:
 
 
 @dataclass(frozen=True)
-class SubstringAny:
+class SubstringAny(StringsValidator):
     """Pass when at least one expected string occurs in the output (case-insensitive)."""
-
-    name: str
-
-    def check_args(self, expected: Any, args: dict[str, Any]) -> None:
-        expected_strings(expected)
-        refuse_args(self.name, args)
 
     def __call__(self, output: str, expected: Any, args: dict[str, Any]) -> Verdict:
         text = output.lower()
