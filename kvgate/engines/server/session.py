@@ -33,12 +33,7 @@ import httpx
 from kvgate.contained import check_contained
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.kv_cache_facts import NO_FACTS, KVCacheFacts, cache_facts, metrics_cache_config
-from kvgate.engines.schedule import (
-    ScheduleCounts,
-    pass_attempt,
-    run_schedule,
-    schedule_load,
-)
+from kvgate.engines.schedule import ScheduleCounts, pass_attempt, run_schedule, schedule_load
 from kvgate.engines.served_session import ServedSession, cache_salt
 from kvgate.engines.server import bounded_http
 from kvgate.engines.server.arm_requests import ArmRequests
@@ -68,8 +63,8 @@ MODELS_DEADLINE_S = 30.0
 
 
 class ServerSession(ServedSession):
-    """One arm and replicate: its server (launched or given), its salt, its async client (the protocol:
-    engines/served_session)."""
+    """One arm and replicate: its server (launched or given), its salt, its requests (arm_requests.py;
+    the protocol: engines/served_session)."""
 
     reset_refused = "the server kept refusing to reset its prefix cache"
 
