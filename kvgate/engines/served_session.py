@@ -162,9 +162,11 @@ class ServedSession(ABC):
         n_cached: int,
         ttft_s: float,
         latency_s: float,
+        tier_blocks: tuple[int | None, int | None] | None = None,
     ) -> Generation:
         """A measured output as a row: ending before the end-of-sequence token (as the hf engine stops),
-        its logprobs summarised, the cache's evidence and the tier's reads attached."""
+        its logprobs summarised, the cache's evidence and the tier's reads attached (`tier_blocks`:
+        (written, read) as the engine counted them; else the reads `tier_blocks_read` infers)."""
         kept, scores = list(tokens), list(logprobs)
         if finish_reason == "stop" and kept and kept[-1] in self.eos_ids:
             kept.pop()
@@ -179,6 +181,7 @@ class ServedSession(ABC):
             latency_s=latency_s,
             mean_logprob=sum(scores) / len(scores) if scores else None,
             min_logprob=min(scores) if scores else None,
-            n_tier_read=self.tier_blocks_read(n_cached),
+            n_tier_written=None if tier_blocks is None else tier_blocks[0],
+            n_tier_read=self.tier_blocks_read(n_cached) if tier_blocks is None else tier_blocks[1],
             **self.cache.evidence(n_prompt),
         )

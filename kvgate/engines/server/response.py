@@ -26,6 +26,8 @@ class Completion:
     logprobs: tuple[float, ...]
     prompt_tokens: int
     cached_tokens: int
+    tier_tokens: int | None = None
+    """Of the cached tokens, those the stack says it loaded from its offload tier (None: it says not)."""
 
 
 def parse_completion(body: Any, n_prompt: int) -> Completion:

@@ -40,7 +40,7 @@ from kvgate.engines.server.arm_requests import ArmRequests
 from kvgate.engines.server.client import Outcome
 from kvgate.engines.server.endpoints import TOKEN_ENV, endpoint_for
 from kvgate.engines.server.flags import server_flags
-from kvgate.engines.server.flavours.base import CONFIG_PLACEHOLDER, Flavour
+from kvgate.engines.server.flavours.base import CONFIG_PLACEHOLDER, SLOTS_PLACEHOLDER, Flavour
 from kvgate.engines.server.launch import (
     HOST,
     LaunchedServer,
@@ -51,9 +51,12 @@ from kvgate.engines.server.launch import (
 )
 from kvgate.engines.server.metrics import preemptions
 from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_record
+from kvgate.engines.server.response import Completion
 from kvgate.engines.server.session_options import ServerOptions
+from kvgate.engines.server.slot_offload import SlotTier
 from kvgate.engines.vllm import args as vllm_args
 from kvgate.errors import EngineFailure
+from kvgate.treatments.spec import Offload
 from kvgate.workload.case import Case
 
 SERVER_ENVIRONMENT = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
@@ -88,8 +91,14 @@ class ServerSession(ServedSession):
         self._requests: ArmRequests | None = None
         if engine.flavour is not None and not engine.flavour.salted:
             self.probed = True  # no salt to probe: the arm's own server is its namespace
+        offload = next((p for p in setup.treatment.parts() if isinstance(p, Offload)), None)
+        self.tier_block = offload.block_size if offload is not None else 1
+        self.slots: SlotTier | None = None
+        """The launched server's slot as the offload tier (a flavour that saves slots, offload arms)."""
         try:
             self.url, self.model_id = self._start()
+            if self.offloads and self.server is not None and engine.flavour and engine.flavour.saves_slots:
+                self.slots = SlotTier(self.url, setup.arm, self.tier_block)
             started = self._metrics()
             self.preemptions_before = None if started is None else preemptions(started)
             config = None if started is None else metrics_cache_config(started)
@@ -114,16 +123,35 @@ class ServerSession(ServedSession):
     # --- the served protocol's engine side (engines/served_session.py) ------------------------------
 
     def warm_up(self, cases: Sequence[Case]) -> None:
-        self.requests.send_cases(cases, measured=False)
+        if self.slots is None:
+            self.requests.send_cases(cases, measured=False)
+            return
+        for case in cases:  # one slot: each prompt prefilled, then saved to its own file
+            self.requests.send_cases([case], measured=False)
+            self.slots.save(case.case_id)
 
     def answer(self, cases: Sequence[Case]) -> list[Generation]:
-        outcomes = self.requests.send_cases(cases, measured=True)
-        return [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
+        if self.slots is None:
+            outcomes = self.requests.send_cases(cases, measured=True)
+            return [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
+        generations = []
+        for case in cases:  # each case's slot file restored, then its measured request served from it
+            restored = self.slots.restore(case.case_id)
+            (outcome,) = self.requests.send_cases([case], measured=True)
+            done = outcome.completion
+            problem = done and self.slots.unserved(
+                case.case_id, restored, done.prompt_tokens, done.cached_tokens
+            )
+            if problem:
+                raise EngineFailure(problem)
+            generations.append(self._generation(case, outcome, self.slots.blocks(case.case_id, restored)))
+        return generations
 
     def resets_device_cache(self) -> bool:
-        """Only a launched vLLM server's: a given endpoint's cache is not kvgate's to reset, and the other
-        flavours' reset is not mapped (their offload arms then show no tier reads)."""
-        return self.server is not None and self.engine.flavour is None
+        """A launched vLLM server's prefix cache, or a launched flavour's slot (erased); a given
+        endpoint's cache is not kvgate's to reset, and SGLang's HiCache keeps no device-only reset (its
+        answers say which hits came from host memory instead)."""
+        return self.server is not None and (self.engine.flavour is None or self.slots is not None)
 
     def counter_block(self) -> int:
         # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
@@ -131,6 +159,8 @@ class ServerSession(ServedSession):
         return sys.maxsize if self.setup.kv_blocks is not None else super().counter_block()
 
     def try_reset(self) -> bool:
+        if self.slots is not None:
+            return self.slots.erase()
         try:
             status, body = bounded_http.request("POST", f"{self.url}/reset_prefix_cache", 30.0)
         except (httpx.HTTPError, TimeoutError) as exc:
@@ -222,6 +252,11 @@ class ServerSession(ServedSession):
             config.parent.mkdir(parents=True, exist_ok=True)
             config.write_text(launch.config, encoding="utf-8")
             flags = [str(config) if f == CONFIG_PLACEHOLDER else f for f in flags]
+        if SLOTS_PLACEHOLDER in flags:
+            slots = self.run_dir / FOLDER / f"{self.stem}-slots"
+            check_contained(self.run_dir, slots)
+            slots.mkdir(parents=True, exist_ok=True)
+            flags = [str(slots) if f == SLOTS_PLACEHOLDER else f for f in flags]
         port = free_port()
         model = str(engine.model_path or "")
         if engine.template:
@@ -235,7 +270,9 @@ class ServerSession(ServedSession):
         url = f"http://{HOST}:{port}"
         return url, self.server.start(url, engine.ready_s)
 
-    def _generation(self, case: Case, outcome: Outcome) -> Generation:
+    def _generation(
+        self, case: Case, outcome: Outcome, slot_blocks: tuple[int, int] | None = None
+    ) -> Generation:
         if outcome.timed_out:
             self.timeouts += 1
             return Generation.timeout(case, self.engine.timeout_s, outcome.latency_s)
@@ -257,7 +294,16 @@ class ServerSession(ServedSession):
             n_cached=completion.cached_tokens,
             ttft_s=outcome.latency_s,
             latency_s=outcome.latency_s,
+            tier_blocks=slot_blocks or self._answered_tier(completion),
         )
+
+    def _answered_tier(self, completion: Completion) -> tuple[None, int | None] | None:
+        """An offload arm's blocks read back, where the stack's answer says which cached tokens came from
+        its tier (SGLang's HiCache: host tokens, in whole blocks); None to leave it to the protocol."""
+        if not self.offloads or self.engine.flavour is None:
+            return None
+        tier = completion.tier_tokens
+        return None, None if tier is None else -(-tier // self.tier_block)
 
     def _flavour_kv_dtype(self, flavour: Flavour) -> str | None:
         """The KV dtype the flavour's server names for itself (its info answer), or None."""

@@ -8,6 +8,13 @@ prefix cache per cache_salt when started with `--enable-prefix-caching` (whole b
 answers SGLang's native `/generate` and llama-server's `/completion` in their own shapes (started with
 `--flavour sglang`, its radix cache is on unless `--disable-radix-cache`; `--flavour llama-server`
 caches a prompt unless the request says `cache_prompt` false).
+SGLang's HiCache (`--enable-hierarchical-cache`): every cached block is also written to host memory, the
+device keeps the `--max-total-tokens` most recent tokens' blocks (0: all), and each answer splits its
+cached tokens into `meta_info.cached_tokens_details` {device, host} (None when nothing was cached), as
+SGLang's scheduler reports them. llama-server's slot (`--slot-save-path DIR`): `POST
+/slots/0?action=save|erase|restore` write the last cached prompt to a file, drop the cache, load a file
+back, answering `n_saved`/`n_written`, `n_erased`, `n_restored`/`n_read` (tools/server/README.md);
+`slot_restore_noop` plants a restore that answers as if it loaded the file and loads nothing.
 
 Faults (seeded, per prompt):
 - fault_k, fault_share: when at least k requests are in flight, a planted share of them are answered
@@ -44,6 +51,7 @@ import socket
 import threading
 import time
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -96,6 +104,10 @@ class StubOptions:
     num_gpu_blocks_override: int = 0
     ignore_kv_cache_dtype: bool = False
     stale_after_abort: bool = False
+    hierarchical_cache: bool = False
+    max_total_tokens: int = 0
+    slot_save_path: Path | None = None
+    slot_restore_noop: bool = False
 
     def cache_config_dtype(self) -> str:
         """The KV dtype it stores: `--kv-cache-dtype`, unless the planted no-op ignores it."""
@@ -130,25 +142,61 @@ class StubState:
         self.last_answer = FALLBACK
         self.attempts: dict[tuple[str, str, int], int] = {}
         self.cache: set[tuple[str, str]] = set()  # (salt, key of a block-aligned prefix)
+        self.device: OrderedDict[tuple[str, str], None] = OrderedDict()  # HiCache: the device's blocks
+        self.slot: list[int] = []  # llama-server: the prompt its slot holds
         self.on_death = lambda: os._exit(3)
 
-    def cached(self, salt: str, prompt: list[int]) -> int:
+    def cached(self, salt: str, prompt: list[int]) -> tuple[int, int]:
+        """(prompt tokens served from the cache, of them those loaded from HiCache's host tier)."""
         o = self.options
         if not o.prefix_caching:
-            return 0
+            return 0, 0
         scope = "" if o.leak_salt else salt
-        hit = 0
+        hit = host = 0
         for end in range(o.block_size, len(prompt), o.block_size):  # the last token is never cached
-            if (scope, answer_key(prompt[:end])) not in self.cache:
+            block = (scope, answer_key(prompt[:end]))
+            if block not in self.cache:
                 break
+            if o.hierarchical_cache and block not in self.device:
+                host += o.block_size
             hit = end
-        return hit
+        return hit, host
 
     def store(self, salt: str, prompt: list[int]) -> None:
-        if self.options.prefix_caching:
-            scope = "" if self.options.leak_salt else salt
-            for end in range(self.options.block_size, len(prompt) + 1, self.options.block_size):
-                self.cache.add((scope, answer_key(prompt[:end])))
+        o = self.options
+        if o.prefix_caching:
+            scope = "" if o.leak_salt else salt
+            for end in range(o.block_size, len(prompt) + 1, o.block_size):
+                block = (scope, answer_key(prompt[:end]))
+                self.cache.add(block)  # with HiCache: written through to host memory
+                self.device[block] = None
+                self.device.move_to_end(block)
+            while o.max_total_tokens and len(self.device) * o.block_size > o.max_total_tokens:
+                self.device.popitem(last=False)
+
+    def slot_action(self, action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """llama-server's `/slots/0?action=…` on the one slot (`--slot-save-path` must be set)."""
+        o = self.options
+        if o.slot_save_path is None:
+            return 501, {"error": {"code": 501, "message": "This server does not support slots action."}}
+        if action == "erase":
+            erased, self.slot = len(self.slot), []
+            self.cache.clear()
+            self.device.clear()
+            return 200, {"id_slot": 0, "n_erased": erased}
+        path = o.slot_save_path / Path(str(body.get("filename", ""))).name
+        if action == "save":
+            path.write_text(json.dumps(self.slot))
+            return 200, {"id_slot": 0, "filename": path.name, "n_saved": len(self.slot),
+                         "n_written": path.stat().st_size, "timings": {"save_ms": 0.1}}  # fmt: skip
+        if action == "restore" and path.is_file():
+            tokens = [int(t) for t in json.loads(path.read_text())]
+            if not o.slot_restore_noop:
+                self.slot = tokens
+                self.store("", tokens)
+            return 200, {"id_slot": 0, "filename": path.name, "n_restored": len(tokens),
+                         "n_read": path.stat().st_size, "timings": {"restore_ms": 0.1}}  # fmt: skip
+        return 400, {"error": {"code": 400, "message": f"cannot {action} {path.name}"}}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -200,6 +248,11 @@ class Handler(BaseHTTPRequestHandler):
             print("reset_prefix_cache", flush=True)
             self._json(200, {"success": True})
             return
+        if self.path.startswith("/slots/0?action="):
+            with self.state.lock:
+                status, answer = self.state.slot_action(self.path.split("=", 1)[1], body)
+            self._json(status, answer)
+            return
         if self.path not in FLAVOUR_PATHS:
             self._send(404, b"not found")
             return
@@ -229,7 +282,7 @@ class Handler(BaseHTTPRequestHandler):
             crowd = len(state.in_flight)
             if o.preempt_at and crowd >= o.preempt_at:
                 state.preemptions += 1
-            cached = state.cached(salt, prompt) if body.get("cache_prompt", True) else 0
+            cached, host = state.cached(salt, prompt) if body.get("cache_prompt", True) else (0, 0)
         delay = o.latency_s + (o.slow_s if _hit(o.seed, "slow", key, o.slow_share) else 0.0)
         if delay:
             time.sleep(delay)
@@ -256,6 +309,7 @@ class Handler(BaseHTTPRequestHandler):
             state.last_answer = own
             if body.get("cache_prompt", True):
                 state.store(salt, prompt)
+                state.slot = prompt
             state.answered += 1
             dying = o.die_after and state.answered > o.die_after
             if dying and o.die_marker is not None:  # dies once: not again after a restart
@@ -276,9 +330,9 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("logprobs") is not None:
             choice["logprobs"] = {"token_logprobs": [-0.25] * len(tokens), "tokens": words}
         if shape != "vllm":
-            self._json(
-                200, _flavour_answer(shape, prompt, words, tokens, cached, body.get("logprobs") is not None)
-            )
+            details = {"device": cached - host, "host": host} if o.hierarchical_cache and cached else None
+            wanted = body.get("logprobs") is not None
+            self._json(200, _flavour_answer(shape, prompt, words, tokens, cached, wanted, details))
             return
         usage = {
             "prompt_tokens": len(prompt),
@@ -359,7 +413,13 @@ def _as_vllm_request(shape: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _flavour_answer(
-    shape: str, prompt: list[int], words: list[str], tokens: list[int], cached: int, logprobs: bool
+    shape: str,
+    prompt: list[int],
+    words: list[str],
+    tokens: list[int],
+    cached: int,
+    logprobs: bool,
+    details: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The answer in the stack's own shape: SGLang's native /generate (output_ids, meta_info) or
     llama-server's /completion (tokens, tokens_evaluated, tokens_cached, stop_type), as their docs give."""
@@ -367,7 +427,7 @@ def _flavour_answer(
     if shape == "sglang":
         meta: dict[str, Any] = {"id": "stub", "finish_reason": {"type": "stop", "matched": None},
                                 "prompt_tokens": len(prompt), "completion_tokens": len(tokens),
-                                "cached_tokens": cached}  # fmt: skip
+                                "cached_tokens": cached, "cached_tokens_details": details}  # fmt: skip
         if logprobs:
             meta["output_token_logprobs"] = [[-0.25, t, None] for t in tokens]
         return {"text": text, "output_ids": tokens, "meta_info": meta}
@@ -437,6 +497,10 @@ def main() -> None:
     parser.add_argument("--die-marker", type=Path, default=None)
     parser.add_argument("--flavour", choices=("vllm", "sglang", "llama-server"), default="vllm")
     parser.add_argument("--disable-radix-cache", action="store_true")
+    parser.add_argument("--enable-hierarchical-cache", action="store_true")
+    parser.add_argument("--max-total-tokens", type=int, default=0)
+    parser.add_argument("--slot-save-path", type=Path, default=None)
+    parser.add_argument("--slot-restore-noop", action="store_true")
     args, _ = parser.parse_known_args()  # every other vllm serve flag is ignored
     if args.flavour == "sglang":  # SGLang's radix cache is on unless disabled
         args.prefix_caching = not args.disable_radix_cache
@@ -452,6 +516,8 @@ def main() -> None:
         kv_cache_memory_bytes=args.kv_cache_memory_bytes,
         num_gpu_blocks_override=args.num_gpu_blocks_override,
         ignore_kv_cache_dtype=args.ignore_kv_cache_dtype, stale_after_abort=args.stale_after_abort,
+        hierarchical_cache=args.enable_hierarchical_cache, max_total_tokens=args.max_total_tokens,
+        slot_save_path=args.slot_save_path, slot_restore_noop=args.slot_restore_noop,
     )  # fmt: skip
     server = StubServer(options, args.port)
     server.state.on_death = lambda: os._exit(3)  # a launched stub dies as a process does

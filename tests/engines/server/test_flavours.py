@@ -27,6 +27,7 @@ from kvgate.workload.schema import read_workload
 
 REUSE = Reuse("prefix-reuse")
 OFFLOAD = Composite("reuse+offload", of=(REUSE, Offload("offload-host")))
+DISK_OFFLOAD = Composite("reuse+offload-disk", of=(REUSE, Offload("offload-disk", tier="disk")))
 
 
 def test_sglang_flags_per_arm() -> None:
@@ -86,7 +87,8 @@ def test_llama_server_flags_per_arm() -> None:
         ("trtllm", OFFLOAD, "could not be proven"),
         ("llama-server", Eviction("e"), "--context-shift"),
         ("llama-server", Quantize("q", dtype="nvfp4"), "--cache-type-k/-v takes"),
-        ("llama-server", Offload("o"), "action=save"),
+        ("llama-server", Offload("o", tier="disk"), "compose offload with prefix reuse"),
+        ("llama-server", OFFLOAD, 'tier = "disk"'),
         ("llama-server", Full("f", engine_args={"block_size": 16}), "engine_args are vLLM's"),
     ],
 )
@@ -101,8 +103,10 @@ def test_what_each_stack_applies_is_not_refused(flavour: str) -> None:
         Quantize("q", dtype=d) for d in {"sglang": ["fp8_e4m3", "nvfp4"], "trtllm": ["fp8_e4m3", "nvfp4"],
                                          "llama-server": ["q8_0", "q4_0", "iq4_nl"]}[flavour]
     ]  # fmt: skip
-    if flavour in ("llama-server", "trtllm"):
+    if flavour == "trtllm":
         applied.remove(OFFLOAD)
+    if flavour == "llama-server":
+        applied[applied.index(OFFLOAD)] = DISK_OFFLOAD
     assert [FLAVOURS[flavour].refusal(t) for t in applied] == [None] * len(applied)
 
 

@@ -16,6 +16,8 @@ from kvgate.treatments.spec import Offload, Quantize, Reuse, Treatment
 
 CONFIG_PLACEHOLDER = "{config}"
 """A flag value the session replaces by the path of the arm's config file (`ArmLaunch.config`)."""
+SLOTS_PLACEHOLDER = "{slots}"
+"""A flag value the session replaces by the folder the arm's server saves its slots' KV in."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,12 @@ class Flavour(Protocol):
     @property
     def salted(self) -> bool:
         """Whether requests carry a cache_salt the stack honours (else each arm's server is its namespace)."""
+        ...
+
+    @property
+    def saves_slots(self) -> bool:
+        """Whether an offload arm's tier is the stack's slot save and restore (`server/slot_offload.py`)
+        rather than a cache tier its answers report on (`Completion.tier_tokens`)."""
         ...
 
     @property

@@ -9,6 +9,9 @@ Requests go to its native `/completion` with the token ids as `prompt`, `n_predi
 (greedy) and `return_tokens`; the answer's `tokens` are the output ids, `tokens_evaluated` the prompt it
 read, `tokens_cached` the prompt tokens reused from the slot, `stop_type` eos or limit. It takes no
 cache_salt: each arm's own server is its namespace.
+Offload (tier "disk", composed with prefix reuse): `--slot-save-path` (a folder of the run's), each
+case's slot saved to a file after its warm-up, erased, and restored before its measured request
+(`server/slot_offload.py`, proven by the server's own `n_saved` and `n_restored`).
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from typing import Any
 
 from kvgate.engines.server.flavours.applies import Applies, kind_refusal
 from kvgate.engines.server.flavours.base import (
+    SLOTS_PLACEHOLDER,
     ArmLaunch,
     check_prompt,
     count,
     engine_args_refusal,
+    offload_part,
     quantize_part,
     reuse_part,
     token_ids,
@@ -31,24 +36,24 @@ from kvgate.treatments.spec import GGML_KV_TYPES, Treatment
 
 APPLIES = Applies(
     stack="llama-server",
-    kinds=("quantize", "reuse"),
+    kinds=("quantize", "reuse", "offload"),
     kv_flag="--cache-type-k/-v",
     kv_choices=GGML_KV_TYPES,
     kv_dtypes={t: t for t in GGML_KV_TYPES},
     fp8_scales=(),
     reuse_modes=("prefix",),
-    offload_tiers=(),
-    proof={"quantize": "", "reuse": "tokens_cached"},
+    offload_tiers=("disk",),
+    proof={
+        "quantize": "",
+        "reuse": "tokens_cached",
+        "offload": "POST /slots/0?action=save n_saved, action=restore n_restored",
+    },
 )
 """llama-server's KV cache types are llama.cpp's (common/arg.cpp `kv_cache_types`)."""
 REFUSED_KINDS = {
     "eviction": (
         "llama-server shifts its context only when a request overflows it (--context-shift, n_keep), "
         "not a share of every prompt: run the eviction with --engine llamacpp"
-    ),
-    "offload": (
-        "llama-server saves a slot's KV only when asked (POST /slots/{id}?action=save, "
-        "--slot-save-path); not mapped here: run state offload with --engine llamacpp"
     ),
 }
 STOP_REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
@@ -59,6 +64,8 @@ STOP_REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
 class LlamaServer:
     name: str
     salted: bool = False
+    saves_slots: bool = True
+    """An offload arm's tier is the slot saved to a file and restored (`server/slot_offload.py`)."""
     info_path: str | None = None
     """llama-server names its cache types in its log, not in an answer kvgate reads."""
 
@@ -71,6 +78,8 @@ class LlamaServer:
         if quantize is not None:
             flags += ["--cache-type-k", quantize.dtype, "--cache-type-v", quantize.value_dtype]
             flags += ["--flash-attn", "on"]
+        if offload_part(treatment) is not None:
+            flags += ["--slot-save-path", SLOTS_PLACEHOLDER]
         return ArmLaunch(flags)
 
     @property
@@ -84,6 +93,17 @@ class LlamaServer:
         reuse, quantize = reuse_part(treatment), quantize_part(treatment)
         if reuse is not None and reuse.mode not in APPLIES.reuse_modes:
             return "llama-server's slot cache reuses the common prefix (--cache-reuse: shifted chunks)"
+        offload = offload_part(treatment)
+        if offload is not None and reuse is None:
+            return (
+                "llama-server serves a restored slot's KV as its prompt cache (cache_prompt): compose "
+                "offload with prefix reuse"
+            )
+        if offload is not None and offload.tier not in APPLIES.offload_tiers:
+            return (
+                "llama-server saves a slot's KV to a file (--slot-save-path, /slots/0?action=save): "
+                'tier = "disk"; a host tier is --engine llamacpp\'s'
+            )
         if quantize is not None and (refused := APPLIES.dtype_refusal(quantize)):
             return refused
         return engine_args_refusal(treatment, self.name)

@@ -8,7 +8,9 @@ Flags per arm (SGLang's server arguments, python/sglang/srt/server_args.py):
   fp8_e5m2, nvfp4, bf16; SGLang scales FP8 per layer: scale "tensor"); every other dtype refused;
 - reuse, prefix: the radix cache left on;
 - offload, host, composed with prefix reuse: `--enable-hierarchical-cache` (HiCache: radix-cache blocks
-  kept in host memory and loaded back as hits).
+  kept in host memory and loaded back as hits); with HiCache on, each answer splits its cached tokens
+  into `meta_info.cached_tokens_details` {device, host} (None when nothing was cached): the host tokens,
+  in whole blocks of the offload's `block_size`, are the row's blocks read back from the tier.
 Requests go to SGLang's native `/generate` with `input_ids` (no re-tokenisation) and a `cache_salt`;
 its answer names `output_ids` and `meta_info.{prompt_tokens, cached_tokens, finish_reason,
 output_token_logprobs}` (SGLang's docs, native API). Not run here: SGLang is not installed.
@@ -47,7 +49,7 @@ APPLIES = Applies(
     proof={
         "quantize": "GET /get_server_info: kv_cache_dtype",
         "reuse": "meta_info.cached_tokens (--enable-cache-report)",
-        "offload": "",
+        "offload": "meta_info.cached_tokens_details.host (HiCache)",
     },
 )
 REFUSED_KINDS = {
@@ -59,6 +61,7 @@ REFUSED_KINDS = {
 class SGLang:
     name: str
     salted: bool = True
+    saves_slots: bool = False
     info_path: str | None = "/get_server_info"
     """SGLang's server arguments as it resolved them: `kv_cache_dtype` is the dtype it stores."""
 
@@ -132,13 +135,17 @@ class SGLang:
             raise MalformedResponse("text is missing or not a string")
         check_prompt(meta.get("prompt_tokens"), n_prompt, "meta_info.prompt_tokens")
         cached = count(meta.get("cached_tokens", 0), "meta_info.cached_tokens", n_prompt)
+        details = meta.get("cached_tokens_details")
+        if details is not None and not isinstance(details, dict):
+            raise MalformedResponse("meta_info.cached_tokens_details is not an object")
+        where = "meta_info.cached_tokens_details.host"
+        host = None if details is None else count(details.get("host", 0), where, cached)
         finish = meta.get("finish_reason")
         reason = finish.get("type") if isinstance(finish, dict) else finish
         if reason is not None and not isinstance(reason, str):
             raise MalformedResponse("meta_info.finish_reason is not a string or {type: string}")
-        return Completion(
-            tokens, text, reason, _logprobs(meta.get("output_token_logprobs"), tokens), n_prompt, cached
-        )
+        logprobs = _logprobs(meta.get("output_token_logprobs"), tokens)
+        return Completion(tokens, text, reason, logprobs, n_prompt, cached, host)
 
     def kv_dtype(self, info: Any) -> str | None:
         dtype = info.get("kv_cache_dtype") if isinstance(info, dict) else None

@@ -63,6 +63,7 @@ REFUSED_KINDS = {
 class TensorRTLLM:
     name: str
     salted: bool = False
+    saves_slots: bool = False
     info_path: str | None = None
     """trtllm-serve names no KV dtype in an answer kvgate reads (its /metrics gives block counts)."""
 

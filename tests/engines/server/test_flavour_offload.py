@@ -1,0 +1,116 @@
+"""Offload arms of the server flavours proven by the stacks' own counters: SGLang's HiCache splits each
+answer's cached tokens into device and host (`meta_info.cached_tokens_details`), llama-server answers its
+slot save and restore with the tokens it wrote and read back; the stub answers in those shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("httpx")
+from stub_server import launch_template
+
+from kvgate.engines.base import ArmSetup
+from kvgate.engines.fake import reference_answer
+from kvgate.engines.server.engine import ServerEngine, ServerSession
+from kvgate.engines.server.flavours.sglang import SGLang
+from kvgate.engines.server.response import MalformedResponse
+from kvgate.errors import EngineFailure
+from kvgate.models import resolve_model
+from kvgate.treatments.spec import Composite, Full, Offload, Reuse, Treatment
+from kvgate.workload.case import Case
+from kvgate.workload.schema import read_workload
+
+REUSE = Reuse("prefix-reuse")
+HOST_OFFLOAD = Composite("reuse+offload", of=(REUSE, Offload("offload-host")))
+DISK_OFFLOAD = Composite("reuse+offload-disk", of=(REUSE, Offload("offload-disk", tier="disk", block_size=8)))
+ANSWER = {  # SGLang's native /generate answer with HiCache on (its docs' sending-requests example)
+    "text": " Paris.", "output_ids": [6342, 30],
+    "meta_info": {"id": "a1", "finish_reason": {"type": "stop"}, "prompt_tokens": 7, "completion_tokens": 2,
+                  "cached_tokens": 4, "cached_tokens_details": {"device": 1, "host": 3}},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cases(smoke_workload: Path) -> tuple[Case, ...]:
+    return read_workload(smoke_workload).cases[:4]
+
+
+def _session(engine: ServerEngine, treatment: Treatment, run_dir: Path) -> ServerSession:
+    setup = ArmSetup(treatment.name, 0, treatment, f"kvgate-ns:t:{treatment.name}:r0:a0", batch_size=4,
+                     concurrency=2, run_dir=run_dir)  # fmt: skip
+    return engine.open(setup)
+
+
+def test_sglang_reads_the_host_tokens_of_its_answer() -> None:
+    assert SGLang(name="sglang").parse(ANSWER, 7).tier_tokens == 3
+    without = {**ANSWER, "meta_info": {**ANSWER["meta_info"], "cached_tokens_details": None}}
+    assert SGLang(name="sglang").parse(without, 7).tier_tokens is None  # HiCache off, or nothing cached
+    lying = {**ANSWER, "meta_info": {**ANSWER["meta_info"], "cached_tokens_details": {"host": 5}}}
+    with pytest.raises(MalformedResponse, match=r"cached_tokens_details\.host"):
+        SGLang(name="sglang").parse(lying, 7)
+
+
+def test_a_launched_sglang_offload_arm_reads_blocks_back_from_host_memory(
+    answers_file: Path, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    """The stub's device keeps 8 tokens, so the measured hits come from HiCache's host tier: each row's
+    blocks read back are its host tokens over the offload's block size (16), as SGLang counted them."""
+    template = launch_template(answers_file, "--flavour sglang", "--block-size 4", "--max-total-tokens 8")
+    engine = ServerEngine(resolve_model(str(stub_model)), command=template, flavour="sglang", ready_s=30.0)
+    session = _session(engine, HOST_OFFLOAD, tmp_path)
+    assert session.command is not None and "--enable-hierarchical-cache" in session.command
+    rows = session.generate(cases)
+    session.close()
+    assert [g.output_text for g in rows] == [reference_answer(c) for c in cases]
+    assert all(g.n_tier_read and g.n_tier_read >= (g.n_cached_tokens - 8) // 16 > 0 for g in rows)
+    control = _session(engine, Full("full"), tmp_path)
+    assert {g.n_tier_read for g in control.generate(cases)} == {None}  # no offload: no tier counted
+    control.close()
+
+
+@pytest.fixture
+def stub_gguf(stub_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A file the engine takes as the GGUF llama-server serves (the stub loads no weights), its
+    tokenizer's folder the stub model's (no vocabulary: the stub answers word ids)."""
+    import kvgate.engines.server.engine as server_engine
+
+    monkeypatch.setattr(server_engine, "model_folder", lambda model: stub_model)
+    path = tmp_path / "stub.gguf"
+    path.write_bytes(b"GGUF")
+    return str(path)
+
+
+def test_a_launched_llama_server_offload_arm_round_trips_each_slot_through_a_file(
+    answers_file: Path, cases: tuple[Case, ...], tmp_path: Path, stub_gguf: str
+) -> None:
+    """Each case is saved after its warm-up, the slot erased, and restored before its measured request:
+    the rows carry the server's own n_saved and n_restored in blocks of 8, and the hits it served."""
+    template = launch_template(answers_file, "--flavour llama-server", "--block-size 1")
+    engine = ServerEngine(resolve_model(stub_gguf), command=template, flavour="llama-server", ready_s=30.0)
+    session = _session(engine, DISK_OFFLOAD, tmp_path)
+    assert session.command is not None
+    slots = Path(session.command[session.command.index("--slot-save-path") + 1])
+    rows = session.generate(cases)
+    session.close()
+    assert [g.output_text for g in rows] == [reference_answer(c) for c in cases]
+    for case, row in zip(cases, rows, strict=True):
+        saved = len(case.prompt_token_ids or ())  # the warm-up's prompt, as the slot holds it
+        assert row.n_tier_written == row.n_tier_read == -(-saved // 8) and row.n_cached_tokens > 0
+    assert slots.parent == tmp_path / "server" and len(list(slots.glob("*.bin"))) == len(cases)
+
+
+def test_a_restore_that_loads_nothing_is_caught(
+    answers_file: Path, cases: tuple[Case, ...], tmp_path: Path, stub_gguf: str
+) -> None:
+    """A planted server that answers a restore as done and loads nothing: the measured requests read no
+    cached token, which a reuse arm may not (its counters checked per batch)."""
+    template = launch_template(
+        answers_file, "--flavour llama-server", "--block-size 1", "--slot-restore-noop"
+    )
+    engine = ServerEngine(resolve_model(stub_gguf), command=template, flavour="llama-server", ready_s=30.0)
+    session = _session(engine, DISK_OFFLOAD, tmp_path)
+    with pytest.raises(EngineFailure, match=r"arm 'reuse\+offload-disk'"):
+        session.generate(cases)
+    session.close()
