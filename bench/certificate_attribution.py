@@ -85,6 +85,13 @@ def aucs(group: list[dict[str, Any]], confidence: float) -> tuple[int, int, dict
     return n_cio, n_own, found
 
 
+SECTIONS = {
+    "pooled": ("certificate_attribution_pooled", "pooled single needles"),
+    "one-run": ("certificate_attribution_one_run", "one run of 288 word needles"),
+}
+"""--section → (the RESULTS section it writes, its title)."""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("runs", type=Path, nargs="+", help="RUN_DIR WORKLOAD.parquet, one pair per run")
@@ -92,6 +99,12 @@ def main() -> int:
     parser.add_argument("--arm", default="streaming-50-cert")
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--section",
+        choices=sorted(SECTIONS),
+        default="pooled",
+        help="pooled: several runs' failures together; one-run: one run's, as its report counts them",
+    )
     args = parser.parse_args()
     load_before = common.load_average()
     if len(args.runs) % 2:
@@ -116,7 +129,7 @@ def main() -> int:
         rows.append([label, n_cio, n_own, *cells])
     names = ", ".join(f"`{run.name}`" for run, _ in pairs)
     md = (
-        "## Attention-error certificate: attribution AUC, pooled single needles (embedded model)\n\n"
+        f"## Attention-error certificate: attribution AUC, {SECTIONS[args.section][1]} (embedded model)\n\n"
         + common.provenance([sys.executable, *sys.argv], load_before)
         + f"- run{'s' if len(pairs) > 1 else ''} {names}, arm `{args.arm}` against `{args.control}`; "
         f"the candidate's failures "
@@ -125,7 +138,7 @@ def main() -> int:
         + common.table(["failures", "cache-induced", "own", *(LABELS[s] for s in SCORES)], rows)
     )
     if not args.no_write:
-        common.write_section("certificate_attribution_pooled", md, data)
+        common.write_section(SECTIONS[args.section][0], md, data)
     print(md)
     return 0
 
