@@ -113,8 +113,12 @@ def engines(as_json: bool) -> None:
         status = "ready" if not missing else f"missing {', '.join(missing)} — {info.install_hint}"
         dtypes, on_cpu = info.stored_kv_dtypes(), info.stored_kv_dtypes(on_cpu=True)
         stored = ", ".join(dtypes) + (f" (on CPU: {', '.join(on_cpu)})" if on_cpu != dtypes else "")
-        rows.append([name, status, ", ".join(info.kinds), stored, info.description])
-    headers = ["name", "status", "treatment kinds", "kv dtypes", "description"]
+        reuse = ", ".join(info.reuse_modes) if "reuse" in info.kinds else "none"
+        offload = ", ".join(info.offload_tiers) if "offload" in info.kinds else "none"
+        proof = "; ".join(f"{kind}: {counters}" for kind, counters in info.proof)
+        rows.append([name, status, ", ".join(info.kinds), stored, reuse, offload, proof, info.description])
+    headers = ["name", "status", "treatment kinds", "kv dtypes", "reuse", "offload", "proof counters"]
+    headers.append("description")
     columns = ["treatment kinds", "kv dtypes", "reuse", "offload", "proof counters"]
     flavours = [[name, *(f.applies.listing()[c] for c in columns)] for name, f in FLAVOURS.items()]
     _emit(

@@ -1,4 +1,5 @@
-"""An arm an engine cannot run, refused from the engine table alone (`registry.ENGINES[..].kinds`).
+"""An arm an engine cannot run, refused from the engine table alone (`registry.ENGINES[..]`: its kinds,
+reuse modes and offload tiers).
 
 This runs before the engine is created, so `--engine vllm` with an eviction arm is refused in well under
 a second, without importing vLLM, and the message names what can run it instead: the engines whose
@@ -10,16 +11,26 @@ from __future__ import annotations
 from kvgate.engines.registry import ENGINES, engine_info
 from kvgate.errors import TreatmentRefused
 from kvgate.treatments.matrix import Matrix
-from kvgate.treatments.spec import Treatment
+from kvgate.treatments.spec import Offload, Reuse, Treatment
 
 TEST_ENGINE = "fake"
 """Never offered as what to run instead: it measures nothing real."""
 
 
 def missing_kinds(engine: str, treatment: Treatment) -> list[str]:
-    """The kinds of `treatment` (each part of a composite) that `engine`'s table does not list."""
-    kinds = engine_info(engine).kinds
-    return [part.kind for part in treatment.parts() if part.kind not in kinds]
+    """What of `treatment` (each part of a composite) `engine`'s table does not list: a kind, a reuse mode
+    ("span reuse") or an offload tier ("disk offload"; not checked for a part whose engine_args may
+    configure its own tier, as vLLM's kv_transfer_config does)."""
+    info = engine_info(engine)
+    missing = []
+    for part in treatment.parts():
+        if part.kind not in info.kinds:
+            missing.append(part.kind)
+        elif isinstance(part, Reuse) and part.mode not in info.reuse_modes:
+            missing.append(f"{part.mode} reuse")
+        elif isinstance(part, Offload) and not part.engine_args and part.tier not in info.offload_tiers:
+            missing.append(f"{part.tier} offload")
+    return missing
 
 
 def check_capable(engine: str, matrix: Matrix) -> None:

@@ -12,10 +12,16 @@ from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
 from kvgate.registry import Registry, load
 from kvgate.treatments.matrix import SCHEDULE_KEYS
-from kvgate.treatments.spec import KV_DTYPES
+from kvgate.treatments.spec import KV_DTYPES, REUSE_MODES, TIERS
 
 DEFAULT_ENGINE = "hf"
 VLLM_KV_DTYPE_REFUSAL = "kvgate.engines.vllm.args:kv_dtype_refusal"
+VLLM_PROOF = (
+    ("quantize", "kv_dtype, kv_bytes (its cache config)"),
+    ("offload", "n_tier_read (hits after the device prefix cache's reset)"),
+    ("reuse", "n_cached_tokens"),
+)
+"""vLLM's counters, in process and behind `vllm serve`."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,13 @@ class EngineInfo:
     """kvgate's own `-E` names the engine takes (engines/options.py checks them before the import)."""
     takes_vllm_args: bool = False
     """Whether any `vllm.EngineArgs` field passes through its `-E` too."""
+    reuse_modes: tuple[str, ...] = REUSE_MODES
+    """The reuse modes the engine applies (capability.py refuses the others before the engine loads)."""
+    offload_tiers: tuple[str, ...] = TIERS
+    """The offload tiers it applies by itself (an offload part with engine_args may configure another)."""
+    proof: tuple[tuple[str, str], ...] = ()
+    """Treatment kind → the row counters (`engines.base.Generation` fields) the engine fills as that
+    kind's proof of treatment (report/analysis/proof.py reads them)."""
     kv_dtype_refusal: str = ""
     """"module:function" (dtype, on_cpu) → why the engine cannot store that KV dtype, or None: the check its
     refusals make and `kvgate engines` lists ("": it stores every treatment dtype)."""
@@ -67,6 +80,12 @@ ENGINES: Registry[EngineInfo] = Registry(
             "pip install -e '.[hf]' (or `make demo`)",
             loads_weights=True,
             options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s"),
+            proof=(
+                ("quantize", "n_kv_quantized, kv_dtype, kv_bytes"),
+                ("eviction", "n_kv_entries_kept"),
+                ("offload", "n_tier_written, n_tier_read (its round trip, checked)"),
+                ("reuse", "n_cached_tokens, n_spans_reused"),
+            ),
             kv_dtype_refusal="kvgate.engines.hf.kv_formats.refused:kv_dtype_refusal",
         ),
         "vllm": EngineInfo(
@@ -81,6 +100,9 @@ ENGINES: Registry[EngineInfo] = Registry(
             loads_weights=True,
             options=("dtype", "enforce_eager", "block_size", "offload_gib", "threads"),
             takes_vllm_args=True,
+            reuse_modes=("prefix",),
+            offload_tiers=("host",),
+            proof=VLLM_PROOF,
             kv_dtype_refusal=VLLM_KV_DTYPE_REFUSAL,
         ),
         "server": EngineInfo(
@@ -109,7 +131,10 @@ ENGINES: Registry[EngineInfo] = Registry(
                 "flavour",
             ),
             takes_vllm_args=True,
-            kv_dtype_refusal=VLLM_KV_DTYPE_REFUSAL,  # the vllm flavour's; other flavours: flavours/applies.py
+            reuse_modes=("prefix",),
+            offload_tiers=TIERS,  # vLLM's host tier, llama-server's slot files on disk
+            proof=VLLM_PROOF,  # the vllm flavour's; the other flavours': flavours/applies.py
+            kv_dtype_refusal=VLLM_KV_DTYPE_REFUSAL,
         ),
         "llamacpp": EngineInfo(
             "llama.cpp in-process on a GGUF: its KV cache types, context shift, prefix reuse, state offload",
@@ -126,6 +151,13 @@ ENGINES: Registry[EngineInfo] = Registry(
                 "reuse_cache_bytes",
                 "timeout_s",
             ),
+            reuse_modes=("prefix",),
+            proof=(
+                ("quantize", "kv_dtype, n_kv_quantized, kv_bytes"),
+                ("eviction", "n_kv_entries_kept"),
+                ("offload", "n_tier_written, n_tier_read (its state's round trip, checksummed)"),
+                ("reuse", "n_cached_tokens"),
+            ),
             kv_dtype_refusal="kvgate.engines.llamacpp.kv_types:kv_dtype_refusal",
         ),
         "fake": EngineInfo(
@@ -136,6 +168,12 @@ ENGINES: Registry[EngineInfo] = Registry(
             "",
             kv_pool=True,
             schedules=SCHEDULE_KEYS,
+            proof=(
+                ("quantize", "n_kv_quantized, kv_dtype, kv_bytes"),
+                ("eviction", "n_kv_entries_kept"),
+                ("offload", "n_tier_written, n_tier_read"),
+                ("reuse", "n_cached_tokens, n_spans_reused"),
+            ),
             options=("timeout_s",),
         ),
     },

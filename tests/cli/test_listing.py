@@ -134,3 +134,33 @@ def test_suites_shows_one_phrase_each_and_all_of_it_with_verbose() -> None:
     full = CliRunner().invoke(cli, ["suites", "-v"], env={"COLUMNS": "80"}).output
     assert len(short.splitlines()) < 40 < len(full.splitlines())
     assert "quick gate" not in short and "quick" in full
+
+
+def test_engine_tables_of_reuse_offload_and_proof_are_what_is_checked_and_counted() -> None:
+    """The engines' reuse modes and offload tiers are what `check_capable` refuses before any engine
+    loads (and agree with vLLM's own arm check on a GPU); every proof counter listed is a row field."""
+    import dataclasses
+    import re
+
+    from kvgate.engines.base import Generation
+    from kvgate.engines.capability import missing_kinds
+    from kvgate.engines.registry import ENGINES
+    from kvgate.engines.vllm.args import VLLMPlatform, arm_refusal
+    from kvgate.treatments.spec import Composite, Offload, Reuse
+
+    fields = {f.name for f in dataclasses.fields(Generation)}
+    gpu = VLLMPlatform("cuda", None, {}, frozenset())
+    for name, info in ENGINES.items():
+        for mode in ("prefix", "span"):
+            assert (missing_kinds(name, Reuse("r", mode=mode)) == []) == (mode in info.reuse_modes), name
+        for tier in ("host", "disk"):
+            arm = Composite("c", of=(Reuse("r"), Offload("o", tier=tier)))
+            assert (missing_kinds(name, arm) == []) == (tier in info.offload_tiers), name
+            if name == "vllm":
+                assert (arm_refusal(arm, gpu) is None) == (tier in info.offload_tiers)
+        assert {kind for kind, _ in info.proof} == set(info.kinds) - {"full", "composite"}, name
+        for _, counters in info.proof:
+            assert set(re.sub(r" \(.*?\)", "", counters).split(", ")) <= fields, counters
+    assert arm_refusal(Reuse("r", mode="span"), gpu) is not None and "span reuse" in missing_kinds(
+        "vllm", Reuse("r", mode="span")
+    )
