@@ -186,6 +186,11 @@ class ServerEngine:
             raise BadInput(
                 f"arm {setup.arm!r} sets kv_blocks, which needs a launched server, not a given endpoint"
             )
+        if setup.kv_blocks is not None and self.flavour is not None:
+            raise BadInput(
+                f"arm {setup.arm!r} sets kv_blocks, which sizes vLLM's pool (--num-gpu-blocks-override); "
+                f"the {self.flavour.name} flavour's pool is not mapped: drop kv_blocks for this arm"
+            )
         self.close()
         self._session = ServerSession(self, setup)
         return self._session

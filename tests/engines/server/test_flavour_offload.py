@@ -16,7 +16,7 @@ from kvgate.engines.fake import reference_answer
 from kvgate.engines.server.engine import ServerEngine, ServerSession
 from kvgate.engines.server.flavours.sglang import SGLang
 from kvgate.engines.server.response import MalformedResponse
-from kvgate.errors import EngineFailure
+from kvgate.errors import BadInput, EngineFailure
 from kvgate.models import resolve_model
 from kvgate.treatments.spec import Composite, Full, Offload, Reuse, Treatment
 from kvgate.workload.case import Case
@@ -114,3 +114,12 @@ def test_a_restore_that_loads_nothing_is_caught(
     with pytest.raises(EngineFailure, match=r"arm 'reuse\+offload-disk'"):
         session.generate(cases)
     session.close()
+
+
+def test_a_flavour_refuses_a_pool_size_it_does_not_map(answers_file: Path, stub_model: Path) -> None:
+    """kv_blocks sizes vLLM's pool; a flavour launched without it would run the arm unpressured, silently."""
+    template = launch_template(answers_file, "--flavour sglang")
+    engine = ServerEngine(resolve_model(str(stub_model)), command=template, flavour="sglang", ready_s=30.0)
+    setup = ArmSetup("r", 0, REUSE, "kvgate-ns:t:r:r0:a0", batch_size=4, concurrency=1, kv_blocks=8)
+    with pytest.raises(BadInput, match="sglang flavour's pool is not mapped"):
+        engine.open(setup)
