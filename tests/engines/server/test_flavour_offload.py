@@ -123,3 +123,36 @@ def test_a_flavour_refuses_a_pool_size_it_does_not_map(answers_file: Path, stub_
     setup = ArmSetup("r", 0, REUSE, "kvgate-ns:t:r:r0:a0", batch_size=4, concurrency=1, kv_blocks=8)
     with pytest.raises(BadInput, match="sglang flavour's pool is not mapped"):
         engine.open(setup)
+
+
+@pytest.mark.parametrize("device_tokens", [8, 0])
+def test_kvgate_run_shows_an_sglang_offload_arms_proof_from_its_host_tokens(
+    device_tokens: int, smoke_workload: Path, stub_model: Path, answers_file: Path, tmp_path: Path
+) -> None:
+    """End to end: the report's proof of the offload arm is shown, its blocks read back summed from the
+    host tokens SGLang's answers name, when a device of 8 tokens pushes every warmed-up prompt out; with
+    a device that keeps them all (0: unbounded) no block came back from host memory, and the arm's
+    missing proof is an error (exit 4), never a pass."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kvgate.cli import cli
+
+    matrix = tmp_path / "offload.toml"
+    matrix.write_text(
+        '[matrix]\ncontrol = "full"\ncandidates = ["reuse-offload"]\naa_replicate = false\n'
+        '[treatment.reuse-offload]\nkind = "composite"\nof = ["prefix-reuse", "offload-host"]\n'
+    )
+    device = f"--max-total-tokens {device_tokens}"
+    template = launch_template(answers_file, "--flavour sglang", "--block-size 4", device)
+    argv = ["run", "-w", str(smoke_workload), "-m", str(matrix), "--model", str(stub_model), "--limit", "4"]
+    options = ["--engine", "server", "-E", "flavour=sglang", "-E", f"command={template}"]
+    result = CliRunner().invoke(cli, [*argv, *options, "--run-dir", str(tmp_path / "run")])
+    assert result.exit_code == (3 if device_tokens else 4), result.output  # 4 cases: inconclusive at best
+    report = CliRunner().invoke(cli, ["report", str(tmp_path / "run"), "--format", "json"])
+    (arm,) = [a for a in json.loads(report.stdout)["arms"] if a["arm"] == "reuse-offload"]
+    if device_tokens:
+        assert arm["proof"]["status"] == "shown" and arm["proof"]["tier_blocks_read"] > 0
+    else:
+        assert arm["proof"]["status"] == "missing" and arm["proof"]["tier_blocks_read"] == 0
