@@ -119,7 +119,7 @@ def engines(as_json: bool) -> None:
         rows.append([name, status, ", ".join(info.kinds), stored, reuse, offload, proof, info.description])
     headers = ["name", "status", "treatment kinds", "kv dtypes", "reuse", "offload", "proof counters"]
     headers.append("description")
-    columns = ["treatment kinds", "kv dtypes", "reuse", "offload", "proof counters"]
+    columns = ["treatment kinds", "kv dtypes", "reuse", "offload", "kv_blocks", "proof counters"]
     flavours = [[name, *(f.applies.listing()[c] for c in columns)] for name, f in FLAVOURS.items()]
     _emit(
         [("engines", headers, rows), ("server flavours (-E flavour=NAME)", ["flavour", *columns], flavours)],

@@ -41,7 +41,7 @@ def test_treatments_lists_catalog_and_matrices() -> None:
 
 
 def test_engines_lists_every_engine() -> None:
-    result = CliRunner().invoke(cli, ["engines"])
+    result = CliRunner().invoke(cli, ["engines"], env={"COLUMNS": "250"})
     assert result.exit_code == 0
     for name in ("hf", "vllm", "fake", "sglang", "trtllm", "llama-server"):
         assert name in result.output
@@ -79,7 +79,8 @@ def test_engines_lists_what_each_engine_and_flavour_applies_as_their_checks_say(
         ]
         assert row["offload"] == (", ".join(tiers) or "refused")
         assert ("reuse" in row["treatment kinds"]) == (refusal(Reuse("r")) is None)
-    assert flavours["trtllm"]["offload"] == "refused" and "fp8_e4m3 (fp8)" in flavours["trtllm"]["kv dtypes"]
+    assert flavours["trtllm"]["offload"] == "host" and "fp8_e4m3 (fp8)" in flavours["trtllm"]["kv dtypes"]
+    assert flavours["sglang"]["kv_blocks"] == "refused" and "max_tokens" in flavours["trtllm"]["kv_blocks"]
     assert "meta_info.cached_tokens" in flavours["sglang"]["proof counters"]
 
 

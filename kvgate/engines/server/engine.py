@@ -186,7 +186,7 @@ class ServerEngine:
             raise BadInput(
                 f"arm {setup.arm!r} sets kv_blocks, which needs a launched server, not a given endpoint"
             )
-        if setup.kv_blocks is not None and self.flavour is not None:
+        if setup.kv_blocks is not None and self.flavour is not None and not self.flavour.applies.pool:
             raise BadInput(
                 f"arm {setup.arm!r} sets kv_blocks, which sizes vLLM's pool (--num-gpu-blocks-override); "
                 f"the {self.flavour.name} flavour's pool is not mapped: drop kv_blocks for this arm"

@@ -54,6 +54,7 @@ from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_
 from kvgate.engines.server.response import Completion
 from kvgate.engines.server.session_options import ServerOptions
 from kvgate.engines.server.slot_offload import SlotTier
+from kvgate.engines.server.tier_events import drain
 from kvgate.engines.vllm import args as vllm_args
 from kvgate.errors import EngineFailure
 from kvgate.treatments.spec import Offload
@@ -95,10 +96,15 @@ class ServerSession(ServedSession):
         self.tier_block = offload.block_size if offload is not None else 1
         self.slots: SlotTier | None = None
         """The launched server's slot as the offload tier (a flavour that saves slots, offload arms)."""
+        self.events: Flavour | None = None
+        """The launched flavour whose KV cache events count an offload arm's blocks (tier_events.py)."""
         try:
             self.url, self.model_id = self._start()
-            if self.offloads and self.server is not None and engine.flavour and engine.flavour.saves_slots:
+            launched = self.offloads and self.server is not None and engine.flavour is not None
+            if launched and engine.flavour is not None and engine.flavour.saves_slots:
                 self.slots = SlotTier(self.url, setup.arm, self.tier_block)
+            if launched and engine.flavour is not None and engine.flavour.events_path is not None:
+                self.events = engine.flavour
             started = self._metrics()
             self.preemptions_before = None if started is None else preemptions(started)
             config = None if started is None else metrics_cache_config(started)
@@ -131,6 +137,8 @@ class ServerSession(ServedSession):
             self.slots.save(case.case_id)
 
     def answer(self, cases: Sequence[Case]) -> list[Generation]:
+        if self.events is not None:
+            return self._answer_between_drains(cases, self.events)
         if self.slots is None:
             outcomes = self.requests.send_cases(cases, measured=True)
             return [self._generation(c, o) for c, o in zip(cases, outcomes, strict=True)]
@@ -244,7 +252,7 @@ class ServerSession(ServedSession):
         is configured by one, written beside the log)."""
         engine, flavour = self.engine, self.engine.flavour
         assert flavour is not None
-        launch = flavour.launch(self.setup.treatment)
+        launch = flavour.launch(self.setup.treatment, self.setup.kv_blocks)
         flags = list(launch.flags)
         if launch.config is not None:
             config = self.run_dir / FOLDER / f"{self.stem}.yaml"
@@ -296,6 +304,17 @@ class ServerSession(ServedSession):
             latency_s=outcome.latency_s,
             tier_blocks=slot_blocks or self._answered_tier(completion),
         )
+
+    def _answer_between_drains(self, cases: Sequence[Case], flavour: Flavour) -> list[Generation]:
+        """Each measured request alone, between two drains of the server's KV cache events."""
+        assert flavour.events_path is not None
+        drain(self.url, self.setup.arm, flavour.events_path, flavour.tier_events)  # the warm-up's moves
+        generations = []
+        for case in cases:
+            (outcome,) = self.requests.send_cases([case], measured=True)
+            moved = drain(self.url, self.setup.arm, flavour.events_path, flavour.tier_events)
+            generations.append(self._generation(case, outcome, moved))
+        return generations
 
     def _answered_tier(self, completion: Completion) -> tuple[None, int | None] | None:
         """An offload arm's blocks read back, where the stack's answer says which cached tokens came from

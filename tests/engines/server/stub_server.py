@@ -15,6 +15,11 @@ SGLang's scheduler reports them. llama-server's slot (`--slot-save-path DIR`): `
 /slots/0?action=save|erase|restore` write the last cached prompt to a file, drop the cache, load a file
 back, answering `n_saved`/`n_written`, `n_erased`, `n_restored`/`n_read` (tools/server/README.md);
 `slot_restore_noop` plants a restore that answers as if it loaded the file and loads nothing.
+TensorRT-LLM's (`--extra_llm_api_options FILE`, its `kv_cache_config` read: `enable_block_reuse`,
+`max_tokens` for the GPU pool, `host_cache_size` for the host tier, `event_buffer_max_size` for events):
+a block leaving the GPU pool is copied to host memory and a reused one copied back, each an `updated`
+event (cache_level 0→1, 1→0) that `POST /kv_cache_events` drains, as trtllm-serve serializes them;
+`events_noop` plants a server that keeps no such event.
 
 Faults (seeded, per prompt):
 - fault_k, fault_share: when at least k requests are in flight, a planted share of them are answered
@@ -108,6 +113,8 @@ class StubOptions:
     max_total_tokens: int = 0
     slot_save_path: Path | None = None
     slot_restore_noop: bool = False
+    kv_events: bool = False
+    events_noop: bool = False
 
     def cache_config_dtype(self) -> str:
         """The KV dtype it stores: `--kv-cache-dtype`, unless the planted no-op ignores it."""
@@ -144,6 +151,7 @@ class StubState:
         self.cache: set[tuple[str, str]] = set()  # (salt, key of a block-aligned prefix)
         self.device: OrderedDict[tuple[str, str], None] = OrderedDict()  # HiCache: the device's blocks
         self.slot: list[int] = []  # llama-server: the prompt its slot holds
+        self.events: list[dict[str, Any]] = []  # TensorRT-LLM: the KV cache events since the last drain
         self.on_death = lambda: os._exit(3)
 
     def cached(self, salt: str, prompt: list[int]) -> tuple[int, int]:
@@ -159,6 +167,7 @@ class StubState:
                 break
             if o.hierarchical_cache and block not in self.device:
                 host += o.block_size
+                self.moved(block, 1, 0)  # onboarded: copied back to the GPU to be reused
             hit = end
         return hit, host
 
@@ -172,7 +181,16 @@ class StubState:
                 self.device[block] = None
                 self.device.move_to_end(block)
             while o.max_total_tokens and len(self.device) * o.block_size > o.max_total_tokens:
-                self.device.popitem(last=False)
+                evicted, _ = self.device.popitem(last=False)
+                self.moved(evicted, 0, 1)  # offloaded to host memory
+
+    def moved(self, block: tuple[str, str], old: int, new: int) -> None:
+        """Record a block's move between cache levels as TensorRT-LLM's `updated` event."""
+        if self.options.kv_events and not self.options.events_noop:
+            diff = {"type": "event_diff", "old_value": old, "new_value": new}
+            data = {"type": "updated", "block_hash": int(block[1][:12], 16), "cache_level": diff,
+                    "priority": {"type": "event_diff", "old_value": 35, "new_value": 35}}  # fmt: skip
+            self.events.append({"event_id": len(self.events), "data": data, "window_size": 4096})
 
     def slot_action(self, action: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """llama-server's `/slots/0?action=…` on the one slot (`--slot-save-path` must be set)."""
@@ -247,6 +265,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/reset_prefix_cache"):  # the cache stays: it stands for the offload tier
             print("reset_prefix_cache", flush=True)
             self._json(200, {"success": True})
+            return
+        if self.path == "/kv_cache_events":
+            with self.state.lock:
+                drained, self.state.events = self.state.events, []
+            self._json(200, drained)
             return
         if self.path.startswith("/slots/0?action="):
             with self.state.lock:
@@ -474,6 +497,14 @@ def start_stub(answers: dict[str, str], **options: Any) -> StubServer:
     return StubServer(StubOptions(answers=answers, **options))
 
 
+def _kv_cache_config(path: Path | None) -> dict[str, str]:
+    """The `kv_cache_config` keys of a TensorRT-LLM options file (flat `  key: value` lines)."""
+    if path is None:
+        return {}
+    pairs = [line.strip().split(":", 1) for line in path.read_text().splitlines() if line.startswith("  ")]
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -501,11 +532,18 @@ def main() -> None:
     parser.add_argument("--max-total-tokens", type=int, default=0)
     parser.add_argument("--slot-save-path", type=Path, default=None)
     parser.add_argument("--slot-restore-noop", action="store_true")
+    parser.add_argument("--extra_llm_api_options", type=Path, default=None)
+    parser.add_argument("--events-noop", action="store_true")
     args, _ = parser.parse_known_args()  # every other vllm serve flag is ignored
     if args.flavour == "sglang":  # SGLang's radix cache is on unless disabled
         args.prefix_caching = not args.disable_radix_cache
     elif args.flavour == "llama-server":  # per request: cache_prompt
         args.prefix_caching = True
+    trtllm = _kv_cache_config(args.extra_llm_api_options)
+    if trtllm:  # TensorRT-LLM's kv_cache_config, as trtllm-serve reads it
+        args.prefix_caching = trtllm.get("enable_block_reuse") == "true"
+        args.max_total_tokens = int(trtllm.get("max_tokens", 0))
+        args.enable_hierarchical_cache = int(trtllm.get("host_cache_size", 0)) > 0
     options = StubOptions(
         answers=json.loads(args.answers.read_text()), prefix_caching=args.prefix_caching,
         block_size=args.block_size, latency_s=args.latency_s, seed=args.seed, fault_k=args.fault_k,
@@ -518,6 +556,7 @@ def main() -> None:
         ignore_kv_cache_dtype=args.ignore_kv_cache_dtype, stale_after_abort=args.stale_after_abort,
         hierarchical_cache=args.enable_hierarchical_cache, max_total_tokens=args.max_total_tokens,
         slot_save_path=args.slot_save_path, slot_restore_noop=args.slot_restore_noop,
+        kv_events=int(trtllm.get("event_buffer_max_size", 0)) > 0, events_noop=args.events_noop,
     )  # fmt: skip
     server = StubServer(options, args.port)
     server.state.on_death = lambda: os._exit(3)  # a launched stub dies as a process does

@@ -15,6 +15,7 @@ from kvgate.engines.base import ArmSetup
 from kvgate.engines.fake import reference_answer
 from kvgate.engines.server.engine import ServerEngine, ServerSession
 from kvgate.engines.server.flavours.sglang import SGLang
+from kvgate.engines.server.flavours.trtllm import TensorRTLLM
 from kvgate.engines.server.response import MalformedResponse
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.models import resolve_model
@@ -156,3 +157,47 @@ def test_kvgate_run_shows_an_sglang_offload_arms_proof_from_its_host_tokens(
         assert arm["proof"]["status"] == "shown" and arm["proof"]["tier_blocks_read"] > 0
     else:
         assert arm["proof"]["status"] == "missing" and arm["proof"]["tier_blocks_read"] == 0
+
+
+EVENTS = [  # trtllm-serve's POST /kv_cache_events (tensorrt_llm/_utils.py KVCacheEventSerializer)
+    {"event_id": 0, "data": {"type": "created", "num_blocks_per_cache_level": [64, 128]},
+     "window_size": 4096},
+    {"event_id": 1, "data": {"type": "stored", "parent_hash": None, "blocks": []}, "window_size": 4096},
+    {"event_id": 2, "data": {"type": "updated", "block_hash": 7, "cache_level": {"type": "event_diff",
+     "old_value": 0, "new_value": 1}, "priority": None}, "window_size": 4096},
+    {"event_id": 3, "data": {"type": "updated", "block_hash": 7, "cache_level": {"type": "event_diff",
+     "old_value": 1, "new_value": 0}, "priority": None}, "window_size": 4096},
+    {"event_id": 4, "data": {"type": "updated", "block_hash": 9, "cache_level": None, "priority": {
+     "type": "event_diff", "old_value": 35, "new_value": 50}}, "window_size": 4096},
+]  # fmt: skip
+
+
+def test_trtllm_counts_offloaded_and_onboarded_blocks_in_its_events() -> None:
+    trtllm = TensorRTLLM(name="trtllm")
+    assert trtllm.tier_events(EVENTS) == (1, 1)  # a priority change moves nothing
+    with pytest.raises(MalformedResponse, match="not a list"):
+        trtllm.tier_events({"events": EVENTS})
+    config = trtllm.launch(HOST_OFFLOAD, kv_blocks=8).config or ""
+    assert "  max_tokens: 256\n" in config and "  tokens_per_block: 32\n" in config
+    assert "  host_cache_size: 1073741824\n" in config and "  event_buffer_max_size: 65536\n" in config
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_a_launched_trtllm_offload_arm_reads_its_blocks_from_the_servers_events(
+    planted: bool, answers_file: Path, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
+) -> None:
+    """A GPU pool of 2 blocks (kv_blocks = 2: 64 tokens) pushes each warmed-up prompt to host memory;
+    each measured request onboards its blocks back, one event each, drained around the request. A
+    server keeping no events (planted) reads none: the arm then has no proof."""
+    template = launch_template(answers_file, "--block-size 4", *(["--events-noop"] if planted else []))
+    engine = ServerEngine(resolve_model(str(stub_model)), command=template, flavour="trtllm", ready_s=30.0)
+    setup = ArmSetup(HOST_OFFLOAD.name, 0, HOST_OFFLOAD, "kvgate-ns:t:o:r0:a0", batch_size=4, concurrency=2,
+                     run_dir=tmp_path, kv_blocks=2)  # fmt: skip
+    session = engine.open(setup)
+    rows = session.generate(cases)
+    session.close()
+    assert [g.output_text for g in rows] == [reference_answer(c) for c in cases]
+    if planted:
+        assert {(g.n_tier_written, g.n_tier_read) for g in rows} == {(0, 0)}
+    else:
+        assert all(g.n_tier_read == g.n_cached_tokens // 4 > 0 for g in rows)  # every hit came from host

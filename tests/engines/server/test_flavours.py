@@ -84,7 +84,7 @@ def test_llama_server_flags_per_arm() -> None:
         ("sglang", Quantize("q", dtype="fp8_e4m3", scale="head"), "per layer"),
         ("trtllm", Eviction("e"), "max_attention_window"),
         ("trtllm", Quantize("q", dtype="fp8_e5m2"), "kv_cache_config.dtype takes auto, float16"),
-        ("trtllm", OFFLOAD, "could not be proven"),
+        ("trtllm", Offload("o"), "compose offload with prefix reuse"),
         ("llama-server", Eviction("e"), "--context-shift"),
         ("llama-server", Quantize("q", dtype="nvfp4"), "--cache-type-k/-v takes"),
         ("llama-server", Offload("o", tier="disk"), "compose offload with prefix reuse"),
@@ -103,8 +103,6 @@ def test_what_each_stack_applies_is_not_refused(flavour: str) -> None:
         Quantize("q", dtype=d) for d in {"sglang": ["fp8_e4m3", "nvfp4"], "trtllm": ["fp8_e4m3", "nvfp4"],
                                          "llama-server": ["q8_0", "q4_0", "iq4_nl"]}[flavour]
     ]  # fmt: skip
-    if flavour == "trtllm":
-        applied.remove(OFFLOAD)
     if flavour == "llama-server":
         applied[applied.index(OFFLOAD)] = DISK_OFFLOAD
     assert [FLAVOURS[flavour].refusal(t) for t in applied] == [None] * len(applied)

@@ -35,6 +35,8 @@ class Applies:
     """The tiers an offload arm may name (empty: offload is refused)."""
     proof: Mapping[str, str]
     """Treatment kind → the counter the stack answers that proves it ran ("" where none does)."""
+    pool: str = ""
+    """Where a matrix's `kv_blocks` goes (the KV pool's size), or "" where the stack's is not mapped."""
 
     def dtype_refusal(self, part: Quantize) -> str | None:
         """Why the stack cannot store `part`'s dtype (and scale), in one line; None when it can."""
@@ -57,6 +59,7 @@ class Applies:
             "kv dtypes": f"{mapped} via {self.kv_flag}" if mapped else "none",
             "reuse": ", ".join(self.reuse_modes) or "none",
             "offload": ", ".join(self.offload_tiers) or "refused",
+            "kv_blocks": self.pool or "refused",
             "proof counters": proofs,
         }
 

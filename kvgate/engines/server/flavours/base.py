@@ -40,6 +40,16 @@ class Flavour(Protocol):
         ...
 
     @property
+    def events_path(self) -> str | None:
+        """Where the stack's KV cache events are drained (POST, JSON), whose cache-level moves count an
+        offload arm's blocks (`tier_events`); None where it has none."""
+        ...
+
+    def tier_events(self, body: Any) -> tuple[int, int]:
+        """(blocks moved to the offload tier, blocks brought back from it) in a drained events answer."""
+        ...
+
+    @property
     def saves_slots(self) -> bool:
         """Whether an offload arm's tier is the stack's slot save and restore (`server/slot_offload.py`)
         rather than a cache tier its answers report on (`Completion.tier_tokens`)."""
@@ -54,8 +64,9 @@ class Flavour(Protocol):
         """The argv that serves `model` on host:port, before the arm's flags."""
         ...
 
-    def launch(self, treatment: Treatment) -> ArmLaunch:
-        """The arm's flags (and config file)."""
+    def launch(self, treatment: Treatment, kv_blocks: int | None = None) -> ArmLaunch:
+        """The arm's flags (and config file); `kv_blocks`: the matrix's pool size, where `applies.pool`
+        says the stack takes one (else refused before)."""
         ...
 
     def refusal(self, treatment: Treatment) -> str | None:

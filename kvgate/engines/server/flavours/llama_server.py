@@ -64,6 +64,7 @@ STOP_REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
 class LlamaServer:
     name: str
     salted: bool = False
+    events_path: str | None = None
     saves_slots: bool = True
     """An offload arm's tier is the slot saved to a file and restored (`server/slot_offload.py`)."""
     info_path: str | None = None
@@ -72,7 +73,7 @@ class LlamaServer:
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
         return ["llama-server", "-m", model, "--host", host, "--port", str(port)]
 
-    def launch(self, treatment: Treatment) -> ArmLaunch:
+    def launch(self, treatment: Treatment, kv_blocks: int | None = None) -> ArmLaunch:
         flags = ["--parallel", "1", "--metrics", "--seed", "0"]
         quantize = quantize_part(treatment)
         if quantize is not None:
@@ -135,6 +136,9 @@ class LlamaServer:
         finish = STOP_REASONS.get(stop) if isinstance(stop, str) else None
         logprobs = _logprobs(body.get("completion_probabilities"), tokens)
         return Completion(tokens, text, finish, logprobs, n_prompt, cached)
+
+    def tier_events(self, body: Any) -> tuple[int, int]:
+        raise NotImplementedError(f"{self.name} has no KV cache events (events_path is None)")
 
     def kv_dtype(self, info: Any) -> str | None:
         return None

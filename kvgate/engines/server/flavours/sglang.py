@@ -61,6 +61,7 @@ REFUSED_KINDS = {
 class SGLang:
     name: str
     salted: bool = True
+    events_path: str | None = None
     saves_slots: bool = False
     info_path: str | None = "/get_server_info"
     """SGLang's server arguments as it resolved them: `kv_cache_dtype` is the dtype it stores."""
@@ -78,7 +79,7 @@ class SGLang:
             str(port),
         ]
 
-    def launch(self, treatment: Treatment) -> ArmLaunch:
+    def launch(self, treatment: Treatment, kv_blocks: int | None = None) -> ArmLaunch:
         flags = ["--enable-cache-report", "--random-seed", "0"]
         if reuse_part(treatment) is None:
             flags.append("--disable-radix-cache")
@@ -146,6 +147,9 @@ class SGLang:
             raise MalformedResponse("meta_info.finish_reason is not a string or {type: string}")
         logprobs = _logprobs(meta.get("output_token_logprobs"), tokens)
         return Completion(tokens, text, reason, logprobs, n_prompt, cached, host)
+
+    def tier_events(self, body: Any) -> tuple[int, int]:
+        raise NotImplementedError(f"{self.name} has no KV cache events (events_path is None)")
 
     def kv_dtype(self, info: Any) -> str | None:
         dtype = info.get("kv_cache_dtype") if isinstance(info, dict) else None
