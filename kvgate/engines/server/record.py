@@ -10,7 +10,9 @@ server's preemption counter over the pass (None: not reported); `retried` maps e
 more than one attempt to its attempt count; `timeouts` counts the cases that ran past the time limit;
 `load` is the arm's declared load (the matrix's), and the stress schedules' counts
 (`engines/schedule.py`: aborts, interleaved, churned, resent, resend_changed, repeats,
-repeat_changed) stand beside the others.
+repeat_changed) stand beside the others. `cached_tokens_total`, for a flavour whose server counts
+them (llama-server's `llamacpp:prompt_tokens_cached_total`), is the rise of the prompt tokens it served
+from a cache over the pass, every request counted (None: not reported).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "timeouts": COUNT,
         "preemptions": {"type": ["integer", "null"], "minimum": 0},
         "aborts": COUNT,
+        "cached_tokens_total": {"type": ["integer", "null"]},
         **{key: COUNT for key in SCHEDULE_COUNTS},
         "load": {"type": "object"},
         "wall_s": {"type": "number", "minimum": 0},

@@ -40,12 +40,13 @@ from kvgate.engines.server.arm_requests import ArmRequests
 from kvgate.engines.server.client import Outcome
 from kvgate.engines.server.endpoints import TOKEN_ENV, endpoint_for
 from kvgate.engines.server.flags import server_flags
-from kvgate.engines.server.flavours.base import CONFIG_PLACEHOLDER, SLOTS_PLACEHOLDER, Flavour
+from kvgate.engines.server.flavours.base import CONFIG_PLACEHOLDER, SLOTS_PLACEHOLDER, Flavour, ReadsItsLog
 from kvgate.engines.server.launch import (
     HOST,
     LaunchedServer,
     fill_template,
     free_port,
+    read_log,
     served_model_id,
     vllm_executable,
 )
@@ -110,8 +111,11 @@ class ServerSession(ServedSession):
             config = None if started is None else metrics_cache_config(started)
             dtype = engine.base_args.get("dtype")
             self.cache = NO_FACTS if config is None else cache_facts(config, dtype)
+            self.cached_before: int | None = None
             if engine.flavour is not None:
-                self.cache = KVCacheFacts(self._flavour_kv_dtype(engine.flavour), None)
+                self.cache = self._flavour_cache(engine.flavour)
+                if isinstance(engine.flavour, ReadsItsLog) and started is not None:
+                    self.cached_before = engine.flavour.cached_total(started)
             died = self.server.died if self.server is not None else (lambda: None)
             self._requests = ArmRequests(setup, engine, self.url, self.model_id, self.salt, self.reuses, died)
         except BaseException:
@@ -324,6 +328,15 @@ class ServerSession(ServedSession):
         tier = completion.tier_tokens
         return None, None if tier is None else -(-tier // self.tier_block)
 
+    def _flavour_cache(self, flavour: Flavour) -> KVCacheFacts:
+        """The KV cache the flavour's server names: in the log of one launched here (llama-server), else
+        in its info answer (the dtype only)."""
+        if isinstance(flavour, ReadsItsLog):
+            if self.server is None:
+                return NO_FACTS
+            return flavour.kv_cache_in_log(read_log(self.server.log_path)) or NO_FACTS
+        return KVCacheFacts(self._flavour_kv_dtype(flavour), None)
+
     def _flavour_kv_dtype(self, flavour: Flavour) -> str | None:
         """The KV dtype the flavour's server names for itself (its info answer), or None."""
         if flavour.info_path is None:
@@ -368,6 +381,11 @@ class ServerSession(ServedSession):
             **self.counts.as_record(),
             "wall_s": round(time.monotonic() - self.started, 3),
         }
+        flavour = self.engine.flavour
+        if isinstance(flavour, ReadsItsLog) and self.cached_before is not None:
+            text = self._metrics()
+            total = None if text is None else flavour.cached_total(text)
+            record["cached_tokens_total"] = None if total is None else total - self.cached_before
         if self.command is not None:
             record["command"] = self.command
             record["log"] = f"{FOLDER}/{self.stem}.log"

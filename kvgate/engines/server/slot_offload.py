@@ -11,7 +11,7 @@ and reads back when asked (tools/server/README.md):
 An arm that offloads behind prefix reuse runs per case: the warm-up prefills the prompt into the slot and
 saves it to its own file; the slot is erased before the measured pass (the device reset of the served
 protocol); each measured request follows the restore of its case's file, and is served from it
-(`tokens_cached`). The rows' `n_tier_written`, `n_tier_read` are ⌈n_saved / block⌉ and
+(`timings.cache_n`). The rows' `n_tier_written`, `n_tier_read` are ⌈n_saved / block⌉ and
 ⌈n_restored / block⌉ (the offload treatment's `block_size`): the server's counts, never kvgate's
 assumption. The restored slot holds the case's own prompt, so its measured request must be served all
 of it but the last token (llama-server recomputes that one): fewer cached tokens than

@@ -445,7 +445,8 @@ def _flavour_answer(
     details: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The answer in the stack's own shape: SGLang's native /generate (output_ids, meta_info) or
-    llama-server's /completion (tokens, tokens_evaluated, tokens_cached, stop_type), as their docs give."""
+    llama-server's /completion (tokens, tokens_evaluated, timings.cache_n, stop_type; tokens_cached the
+    tokens its slot holds, as the real server answered)."""
     text = " ".join(words)
     if shape == "sglang":
         meta: dict[str, Any] = {"id": "stub", "finish_reason": {"type": "stop", "matched": None},
@@ -455,7 +456,7 @@ def _flavour_answer(
             meta["output_token_logprobs"] = [[-0.25, t, None] for t in tokens]
         return {"text": text, "output_ids": tokens, "meta_info": meta}
     answer: dict[str, Any] = {"content": text, "tokens": tokens, "stop": True, "stop_type": "eos",
-                              "tokens_evaluated": len(prompt), "tokens_cached": cached,
+                              "tokens_evaluated": len(prompt), "tokens_cached": len(prompt) + len(tokens),
                               "timings": {"cache_n": cached, "prompt_n": len(prompt) - cached}}  # fmt: skip
     if logprobs:
         answer["completion_probabilities"] = [{"id": t, "logprob": -0.25, "top_logprobs": []} for t in tokens]

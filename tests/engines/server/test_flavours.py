@@ -65,7 +65,11 @@ def test_trtllm_writes_its_kv_cache_config() -> None:
 
 def test_llama_server_flags_per_arm() -> None:
     server = FLAVOURS["llama-server"]
-    assert server.launch(Full("full")).flags == ["--parallel", "1", "--metrics", "--seed", "0"]
+    assert server.launch(Full("full")).flags == [
+        "--parallel", "1", "--metrics", "--seed", "0", "--log-verbosity", "4", "--cache-ram", "0"
+    ]  # fmt: skip
+    assert "--cache-ram" not in server.launch(Reuse("prefix-reuse")).flags
+    assert "--cache-ram" in server.launch(DISK_OFFLOAD).flags
     kv = server.launch(Quantize("kv", dtype="q8_0", dtype_v="q4_0")).flags
     assert kv[-6:] == ["--cache-type-k", "q8_0", "--cache-type-v", "q4_0", "--flash-attn", "on"]
     _, control = server.request("m", [1, 2], 4, "salt", True, reuse=False)
@@ -117,7 +121,7 @@ SGLANG_ANSWER = {  # SGLang's native /generate answer (docs: native API), two ou
 }  # fmt: skip
 LLAMA_ANSWER = {  # llama-server's /completion answer (tools/server/README.md)
     "content": " Paris.", "tokens": [6342, 30], "stop": True, "stop_type": "eos", "tokens_evaluated": 7,
-    "tokens_cached": 4, "truncated": False,
+    "tokens_cached": 9, "truncated": False, "timings": {"cache_n": 4, "prompt_n": 3, "predicted_n": 2},
     "completion_probabilities": [{"id": 6342, "logprob": -0.1, "token": " Paris", "top_logprobs": []},
                                  {"id": 30, "logprob": -0.5, "token": ".", "top_logprobs": []}],
 }  # fmt: skip

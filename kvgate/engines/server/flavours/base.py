@@ -8,8 +8,9 @@ token ids, the prompt length it saw, and the prompt tokens it served from its ca
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from kvgate.engines.kv_cache_facts import KVCacheFacts
 from kvgate.engines.server.flavours.applies import Applies
 from kvgate.engines.server.response import Completion, MalformedResponse
 from kvgate.treatments.spec import Offload, Quantize, Reuse, Treatment
@@ -90,6 +91,20 @@ class Flavour(Protocol):
 
     def kv_dtype(self, info: Any) -> str | None:
         """The KV dtype the server's info answer names, or None."""
+        ...
+
+
+@runtime_checkable
+class ReadsItsLog(Protocol):
+    """A flavour whose server names its KV cache in its log and counts cache hits on /metrics
+    (llama-server): the launched session reads both."""
+
+    def kv_cache_in_log(self, log: str) -> KVCacheFacts | None:
+        """The KV cache the log says was allocated (types, bytes per cached token), or None."""
+        ...
+
+    def cached_total(self, metrics: str) -> int | None:
+        """Prompt tokens served from a cache over all requests, from the /metrics text, or None."""
         ...
 
 
