@@ -166,7 +166,7 @@ def report_and_rows(
     policy, changed, unsafe_reason = resolve_policy(manifest, change)
     cases = read_cases(manifest)
     control_name = manifest["matrix"]["control"]
-    rows = RunRows(run_dir, cases, list(manifest["arms"]), check)
+    rows = RunRows(run_dir, cases, list(manifest["arms"]), check, control_name if evidence else None)
     control = rows.arm_rows(control_name)
     replicate = rows.arm_rows(control_name, 1) if rows.has_replicate(control_name, 1) else None
     groups, notes = slice_groups(cases, policy)

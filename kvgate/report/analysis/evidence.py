@@ -1,15 +1,14 @@
 """What an arm's cache-induced failures looked like and what the arm buys, from the stored rows.
 
 The measurements (KV entries kept, TTFT, latency) of each arm's first attempts of replicate 0 come from
-the rows `run_data` read with the verdicts; the texts (answers, the validator's detail, first divergent
-token) are read only from the parts holding a failing case, with the workload's expected answers.
+the rows `run_data` read with the verdicts, and so do the texts of the failing cases (answers, the
+validator's detail, first divergent token: analysis.row_texts), shown with the workload's expected
+answers.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -21,26 +20,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import int64_array
-from kvgate.errors import BadInput
 from kvgate.report.analysis.numbers import finite, ratio
 from kvgate.report.analysis.run_data import CaseTable, RunRows
 from kvgate.workload.case import SOURCE_ID
 
 TEXT = ["output_text", "detail", "fail_kind", "first_divergence"]
+"""A row's columns an example shows (RunRows.texts)."""
 SNIPPET = 80
 """Characters of a failing case's question shown beside it."""
-"""Read only from the parts that hold a failing example's row."""
-THREADS = min(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
 class ArmExtras:
-    """One arm's first attempts of replicate 0 over the run's cases: its measurements, and where each
-    case's row lies (`part` −1: no row) for reading its texts."""
+    """One arm's first attempts of replicate 0 over the run's cases: its measurements, and each case's
+    row (its index in RunRows, −1: none) for its texts."""
 
-    paths: list[Path]
-    part: np.ndarray
-    offset: np.ndarray
+    row: np.ndarray
     kept: np.ndarray
     """int64, −1 where unknown; likewise `kv_bytes`, the KV bytes the engine counted."""
     kv_bytes: np.ndarray
@@ -49,45 +44,18 @@ class ArmExtras:
     """float64, NaN where unknown."""
 
 
-def _read(path: Path, columns: list[str]) -> pa.Table:
-    try:
-        with pq.ParquetFile(path) as part:
-            return part.read(columns=columns, use_threads=False)
-    except (OSError, pa.ArrowException, KeyError) as exc:
-        raise BadInput(f"result part {path} is unreadable: {str(exc).splitlines()[0]}") from None
-
-
 def extras_from_rows(rows: RunRows, arm: str) -> ArmExtras:
     """`arm`'s measurements placed by case position, from the rows the report has read already."""
     n = rows.n
-    part, offset = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    row = np.full(n, -1, dtype=np.int64)
     kept, ttft, latency = np.full(n, -1, dtype=np.int64), np.full(n, np.nan), np.full(n, np.nan)
     kv = np.full(n, -1, dtype=np.int64)
     if arm in rows.arm_names:
         index, pos = rows.first_attempts(arm)
-        part[pos], offset[pos] = rows.part[index], rows.offset[index]
+        row[pos] = index
         kept[pos], ttft[pos], latency[pos] = rows.kv_kept[index], rows.ttft[index], rows.latency[index]
         kv[pos] = rows.kv_bytes[index]
-    return ArmExtras(list(rows.paths), part, offset, kept, kv, ttft, latency)
-
-
-def texts(extras: ArmExtras, where: np.ndarray, columns: list[str] = TEXT) -> dict[str, list[Any]]:
-    """`columns` (of TEXT) of the rows at case positions `where` (None where the arm has no row),
-    reading only those columns of the parts that hold them."""
-    out: dict[str, list[Any]] = {c: [None] * len(where) for c in columns}
-    part, offset = extras.part[where], extras.offset[where]
-    needed = np.unique(part[part >= 0])
-    with ThreadPoolExecutor(max_workers=THREADS) as pool:
-        tables = dict(
-            zip(needed.tolist(), pool.map(lambda i: _read(extras.paths[i], columns), needed), strict=True)
-        )
-    for i, table in tables.items():
-        mine = np.nonzero(part == i)[0]
-        rows = table.take(int64_array(offset[mine]))
-        for column in columns:
-            for j, value in zip(mine.tolist(), rows[column].to_pylist(), strict=True):
-                out[column][j] = value
-    return out
+    return ArmExtras(row, kept, kv, ttft, latency)
 
 
 def _spread(values: np.ndarray) -> dict[str, float | None]:
@@ -226,7 +194,7 @@ class Evidence:
         """The control's answers at `where`, reading only the output column of the parts not read yet."""
         unread = np.array([p for p in where.tolist() if (control, p) not in self._outputs], dtype=np.int64)
         if unread.size:
-            read = texts(extras, unread, ["output_text"])["output_text"]
+            read = self.rows.texts(extras.row[unread], ["output_text"])["output_text"]
             self._outputs.update(((control, p), t) for p, t in zip(unread.tolist(), read, strict=True))
         return [self._outputs[control, p] for p in where.tolist()]
 
@@ -237,7 +205,7 @@ class Evidence:
         source_ids = self.workload_column(SOURCE_ID, where)
         prompts = [prompt_snippet(m) for m in self.workload_column("messages", where)]
         ctl_text = self._control_outputs(control, ctl, where)
-        cand_rows = texts(cand, where)
+        cand_rows = self.rows.texts(cand.row[where], TEXT)
         out = []
         for j, pos in enumerate(where):
             labels = {

@@ -9,7 +9,7 @@ are read. A million rows in the runner's 1024-row parts load in about a second, 
 from __future__ import annotations
 
 import hashlib
-import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,18 @@ import pyarrow.parquet as pq
 from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
 from kvgate.errors import BadInput
 from kvgate.report.analysis.isolation import PassCounters
+from kvgate.report.analysis.row_texts import (
+    TEXT_COLUMNS,
+    THREADS,
+    CasePositions,
+    Keep,
+    KeptTexts,
+    PartTexts,
+    failing,
+    failing_or_of_cases,
+    read_texts,
+    split,
+)
 from kvgate.rundir.integrity import PartCheck
 from kvgate.rundir.result_part import PROOF_COLUMNS, read_part
 from kvgate.rundir.store import part_paths
@@ -42,10 +54,10 @@ RESULT_COLUMNS = [
     "mean_logprob", "first_divergence", "n_prompt_tokens", "n_kv_entries_kept", "ttft_s", "latency_s",
     *CERTIFICATE_SCORES, *PROOF_COLUMNS,
 ]  # fmt: skip
-"""What the report reads of each result part in one pass (rundir.result_part.read_part); texts are read
-only for failing examples (analysis.evidence) and token ids never. Parts stored before the certificate or
-the proof columns read them as null. The proof of treatment (analysis.proof) reads its columns from the
-same table (`RunRows.table`)."""
+"""What the report reads of each result part in one pass (rundir.result_part.read_part), with the texts
+(analysis.row_texts.TEXT_COLUMNS) kept only for the rows a failing example may show; token ids never.
+Parts stored before the certificate or the proof columns read them as null. The proof of treatment
+(analysis.proof) and the isolation check (`RunRows.counters`) read their columns from the same read."""
 
 
 @dataclass(frozen=True)
@@ -224,10 +236,39 @@ DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
 
 
-def report_columns(path: Path, check: PartCheck | None = None) -> pa.Table:
-    """RESULT_COLUMNS of one result part, `arm` and `fail_kind` dictionary-encoded, through the store's one
-    part reader (rundir.result_part: versions, upgrade, checksums; `check` against the run's index)."""
-    return read_part(path, RESULT_COLUMNS, dictionary=DICTIONARY_COLUMNS, check=check)
+def report_columns(path: Path, check: PartCheck | None = None, extra: Sequence[str] = ()) -> pa.Table:
+    """RESULT_COLUMNS (and `extra`) of one result part, `arm` and `fail_kind` dictionary-encoded, through
+    the store's one part reader (rundir.result_part: versions, upgrade, checksums; `check` against the
+    run's index)."""
+    return read_part(path, [*RESULT_COLUMNS, *extra], dictionary=DICTIONARY_COLUMNS, check=check)
+
+
+def read_parts(
+    paths: list[Path], cases: CaseTable, check: PartCheck | None, texts_for: str | None
+) -> tuple[list[pa.Table], list[PartTexts] | None]:
+    """Each part's report columns, in `paths` order, read in threads; with `texts_for` (the control arm),
+    also the texts of the rows a report may show (analysis.row_texts): the candidates' parts first, then
+    the control's, keeping its answers to the cases another arm failed."""
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        if texts_for is None:
+            return list(pool.map(lambda path: report_columns(path, check), paths)), None
+
+        def reading(keep: Keep) -> Callable[[int], PartTexts]:
+            return lambda i: split(report_columns(paths[i], check, TEXT_COLUMNS), keep)
+
+        first = [i for i, path in enumerate(paths) if path.parent.name != texts_for]
+        done = dict(zip(first, pool.map(reading(failing), first), strict=True))
+        second = [i for i in range(len(paths)) if i not in done]
+        if second:
+            failed = [done[i].rows["case_id"].combine_chunks().take(int64_array(done[i].kept)) for i in first]
+            wanted = np.zeros(cases.n, dtype=bool)
+            if failed:
+                at = to_numpy(pc.index_in(pa.concat_arrays(failed), value_set=cases.case_ids), -1, np.int64)
+                wanted[at[at >= 0]] = True
+            keep = failing_or_of_cases(wanted, CasePositions(cases.case_ids))
+            done |= zip(second, pool.map(reading(keep), second), strict=True)
+    parts = [done[i] for i in range(len(paths))]
+    return [p.rows for p in parts], parts
 
 
 def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.ndarray:
@@ -280,11 +321,17 @@ class RunRows:
     """
 
     def __init__(
-        self, run_dir: Path, cases: CaseTable, arm_names: list[str], check: PartCheck | None = None
+        self,
+        run_dir: Path,
+        cases: CaseTable,
+        arm_names: list[str],
+        check: PartCheck | None = None,
+        texts_for: str | None = None,
     ) -> None:
+        """`texts_for`: the control arm, to keep the texts of failing rows and its answers beside them
+        from the same read (analysis.row_texts); None keeps none (a report without examples)."""
         paths = part_paths(run_dir)
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(lambda path: report_columns(path, check), paths))
+        parts, texts = read_parts(paths, cases, check, texts_for)
         self.n = cases.n
         self.case_ids = cases.case_ids
         self.arm_names = arm_names
@@ -296,8 +343,10 @@ class RunRows:
         self.offset = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
             np.cumsum(lengths) - lengths, lengths
         )
+        self.kept = KeptTexts.of(texts or [], np.cumsum(lengths) - lengths)
+        """The texts the read kept (analysis.row_texts)."""
         table = pa.concat_tables(parts) if parts else None
-        del parts
+        del parts, texts
         if table is not None:
             self.case = positions(table["case_id"], cases, run_dir)  # placed part by part: before combining
             table = table.combine_chunks()  # one chunk per column: every later conversion is one copy
@@ -334,6 +383,31 @@ class RunRows:
             n_cached_tokens=self.cached,
             case_id=lambda rows: self.case_ids.take(int64_array(self.case[rows])).to_pylist(),
         )
+
+    def texts(self, rows: np.ndarray, columns: Sequence[str]) -> dict[str, list[Any]]:
+        """`columns` (TEXT_COLUMNS, fail_kind, first_divergence) of the rows at `rows` (−1: no row, None):
+        texts from those the read kept, the others read from their parts; the rest from the columns read."""
+        out: dict[str, list[Any]] = {c: [None] * len(rows) for c in columns}
+        have = np.flatnonzero(rows >= 0)
+        read = [c for c in columns if c not in TEXT_COLUMNS]
+        if read and have.size:
+            _fill(out, have, self._table().select(read).take(int64_array(rows[have])))
+        wanted = [c for c in columns if c in TEXT_COLUMNS]
+        if wanted and have.size:
+            found, at = self.kept.find(rows)
+            hit = np.flatnonzero(found)
+            _fill(out, hit, self.kept.texts.select(wanted).take(int64_array(at[hit])))
+            rest = np.flatnonzero(~found & (rows >= 0))
+            if rest.size:
+                late = read_texts(self.paths, self.part[rows[rest]], self.offset[rows[rest]], wanted)
+                for column, values in late.items():
+                    for j, value in zip(rest.tolist(), values, strict=True):
+                        out[column][j] = value
+        return out
+
+    def _table(self) -> pa.Table:
+        assert self.table is not None  # a row index exists only where rows were read
+        return self.table
 
     def first_attempts(self, arm: str, replicate: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """(row indices, their case positions) of `arm`'s first attempts of `replicate`."""
@@ -380,3 +454,10 @@ class RunRows:
         """(rows of `arm` that reported cached tokens, rows of `arm`)."""
         mine = self._of(arm)
         return int(np.count_nonzero(mine & (self.cached > 0))), int(np.count_nonzero(mine))
+
+
+def _fill(out: dict[str, list[Any]], where: np.ndarray, table: pa.Table) -> None:
+    """Set `out[column][j]` for each j in `where` to the matching row of `table`'s column."""
+    for column in table.column_names:
+        for j, value in zip(where.tolist(), table[column].to_pylist(), strict=True):
+            out[column][j] = value

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from kvgate.report.analysis.evidence import TEXT, Evidence, prompt_snippet, texts
+from kvgate.report.analysis.evidence import TEXT, Evidence, prompt_snippet
 from kvgate.report.analysis.run_data import CaseTable, RunRows
 from kvgate.stats.paired import BOTH_FAIL, BOTH_PASS, CACHE_INDUCED, CANDIDATE_ONLY_PASS, pair_outcomes
 from kvgate.workload.case import SOURCE_ID
@@ -55,12 +55,12 @@ def sample_records(manifest: dict[str, Any], cases: CaseTable, rows: RunRows) ->
         {col: values[codes[pos]] for col, (codes, values) in cases.labels.items() if codes[pos] >= 0}
         for pos in range(cases.n)
     ]
-    control_text = texts(evidence.arm(control_name), every, TEXT)
+    control_text = rows.texts(evidence.arm(control_name).row, TEXT)
     for name in manifest["matrix"]["candidates"]:
         cand = rows.arm_rows(name)
         usable = control.usable & cand.usable
         outcomes = pair_outcomes(control.passed, cand.passed, usable).tolist()
-        cand_text = texts(evidence.arm(name), every, TEXT)
+        cand_text = rows.texts(evidence.arm(name).row, TEXT)
         for pos in range(cases.n):
             if not (control.present[pos] or cand.present[pos]):
                 continue

@@ -1,0 +1,126 @@
+"""The texts of the rows a report shows, kept from its one read of the parts (analysis.run_data.RunRows).
+
+A result row's `output_text` and `detail` are read with its verdict, and kept only where the report may
+show them as a failing example: every row that did not pass, and the control's rows of the cases where
+another arm's row did not pass (the control's answer shown beside the failing one). The candidates'
+parts are read before the control's, so that the control's are read knowing those cases. Any other row's
+texts (`kvgate report --samples` asks for every case's) are read from its part when asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kvgate.arrow_numpy import int64_array, to_numpy
+from kvgate.rundir.result_part import read_part
+
+TEXT_COLUMNS = ("output_text", "detail")
+"""Read with the verdicts; kept for the rows `failing` or `failing_or_of_cases` select."""
+
+THREADS = min(4, os.cpu_count() or 1)
+Keep = Callable[[pa.Table], np.ndarray]
+"""A part's rows (with TEXT_COLUMNS) → which of them to keep the texts of (boolean per row)."""
+
+
+def failing(part: pa.Table) -> np.ndarray:
+    """Rows that did not pass (a null verdict counts as not passed)."""
+    return ~to_numpy(part["passed"], False, bool)
+
+
+class CasePositions:
+    """Each row's position among the run's cases (workload order), one part at a time: a part of
+    consecutive cases (as runs write them) is placed by its first case and checked in one comparison,
+    any other joined by hash."""
+
+    def __init__(self, case_ids: pa.Array) -> None:
+        self.case_ids = case_ids
+        self.first = {case: i for i, case in enumerate(case_ids.to_pylist())}
+
+    def of(self, rows: pa.ChunkedArray) -> np.ndarray:
+        """Positions of the case ids `rows` (−1 for an id outside the run)."""
+        ids = rows.combine_chunks()
+        start = self.first.get(ids[0].as_py(), -1) if len(ids) else -1
+        if 0 <= start <= len(self.case_ids) - len(ids):
+            same = pc.equal(ids, self.case_ids.slice(start, len(ids)))
+            if same.null_count == 0 and to_numpy(same, False, bool).all():
+                return start + np.arange(len(ids), dtype=np.int64)
+        return to_numpy(pc.index_in(ids, value_set=self.case_ids), -1, np.int64)
+
+
+def failing_or_of_cases(wanted: np.ndarray, positions: CasePositions) -> Keep:
+    """Rows that did not pass, and rows of the cases `wanted` marks (per case position: the control's
+    answers to the cases another arm failed)."""
+
+    def keep(part: pa.Table) -> np.ndarray:
+        at = positions.of(part["case_id"])
+        return failing(part) | ((at >= 0) & wanted[np.maximum(at, 0)])
+
+    return keep
+
+
+@dataclass(frozen=True)
+class PartTexts:
+    """One part's rows without their texts, and the texts kept: their rows in the part, ascending."""
+
+    rows: pa.Table
+    kept: np.ndarray
+    texts: pa.Table
+
+
+def split(part: pa.Table, keep: Keep) -> PartTexts:
+    """`part` (read with TEXT_COLUMNS) without them, and the texts of the rows `keep` selects."""
+    offsets = np.flatnonzero(keep(part))
+    texts = part.select(list(TEXT_COLUMNS)).take(int64_array(offsets))
+    return PartTexts(part.drop_columns(list(TEXT_COLUMNS)), offsets, texts)
+
+
+@dataclass(frozen=True)
+class KeptTexts:
+    """The texts kept over the whole run: `rows` (ascending row indices over all parts, as RunRows numbers
+    them) and their TEXT_COLUMNS, in that order."""
+
+    rows: np.ndarray
+    texts: pa.Table
+
+    @staticmethod
+    def of(parts: list[PartTexts], starts: np.ndarray) -> KeptTexts:
+        """The parts' kept texts, each part's rows offset by its first row's index (`starts`)."""
+        if not parts:
+            empty = pa.table({c: pa.nulls(0, pa.string()) for c in TEXT_COLUMNS})
+            return KeptTexts(np.zeros(0, dtype=np.int64), empty)
+        rows = np.concatenate([p.kept + start for p, start in zip(parts, starts.tolist(), strict=True)])
+        return KeptTexts(rows, pa.concat_tables([p.texts for p in parts]).combine_chunks())
+
+    def find(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(whether each of `rows` is kept, its index into `texts` where it is)."""
+        at = np.searchsorted(self.rows, rows)
+        inside = at < self.rows.size
+        found = np.zeros(rows.shape, dtype=bool)
+        found[inside] = self.rows[at[inside]] == rows[inside]
+        return found & (rows >= 0), at
+
+
+def read_texts(
+    paths: list[Path], part: np.ndarray, offset: np.ndarray, columns: list[str]
+) -> dict[str, list[Any]]:
+    """`columns` (of TEXT_COLUMNS) of the rows at (`part`, `offset`), read from those parts alone."""
+    out: dict[str, list[Any]] = {c: [None] * len(part) for c in columns}
+    needed = np.unique(part).tolist()
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        tables = dict(zip(needed, pool.map(lambda i: read_part(paths[i], columns), needed), strict=True))
+    for i, table in tables.items():
+        mine = np.flatnonzero(part == i)
+        rows = table.take(int64_array(offset[mine]))
+        for column in columns:
+            for j, value in zip(mine.tolist(), rows[column].to_pylist(), strict=True):
+                out[column][j] = value
+    return out
