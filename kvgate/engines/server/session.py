@@ -165,6 +165,21 @@ class ServerSession(ServedSession):
         answers say which hits came from host memory instead)."""
         return self.server is not None and (self.engine.flavour is None or self.slots is not None)
 
+    def check_counters(self, cases: Sequence[Case], generations: Sequence[Generation], warm: bool) -> None:
+        """The answers' counters (the protocol's check), then, for a flavour that counts its cache hits
+        on /metrics (llama-server), the server's own total: a non-reuse arm's must not have risen."""
+        super().check_counters(cases, generations, warm)
+        flavour = self.engine.flavour
+        if self.reuses or self.cached_before is None or not isinstance(flavour, ReadsItsLog):
+            return
+        text = self._metrics()
+        total = None if text is None else flavour.cached_total(text)
+        if total is not None and total > self.cached_before:
+            raise EngineFailure(
+                f"arm {self.setup.arm!r} may not reuse KV, yet the server's /metrics counts "
+                f"{total - self.cached_before} prompt tokens served from its cache since it started"
+            )
+
     def counter_block(self) -> int:
         # No lower bound on reuse hits when the block size is unknown, or when a small pool (kv_blocks)
         # may have evicted a warmed-up prompt before it was measured; the run-level check still wants some.

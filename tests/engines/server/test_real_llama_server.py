@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ import pytest
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.server.engine import ServerEngine, ServerSession
 from kvgate.engines.server.flavours.llama_server import LlamaServer, executable
+from kvgate.engines.server.response import Completion
 from kvgate.errors import EngineFailure
 from kvgate.models import resolve_model
 from kvgate.treatments.spec import Composite, Full, Offload, Quantize, Reuse, Treatment
@@ -177,3 +178,17 @@ def test_a_slot_cache_left_on_in_the_control_is_caught(cases: list[Case], run_di
     from the slot, and the session fails the control."""
     with pytest.raises(EngineFailure, match="may not reuse KV, yet the engine served"):
         run(Full("full"), cases, run_dir, flavour=LeavesItsCacheOn("llama-server"))
+
+
+@dataclass(frozen=True)
+class HidesItsHits(LeavesItsCacheOn):
+    """A planted fault: the slot cache on, and answers that say they read nothing from it."""
+
+    def parse(self, body: Any, n_prompt: int) -> Completion:
+        return replace(super().parse(body, n_prompt), cached_tokens=0)
+
+
+def test_hits_the_answers_hide_are_caught_by_the_servers_own_total(cases: list[Case], run_dir: Path) -> None:
+    """Every answer claims 0 cached tokens; /metrics' llamacpp:prompt_tokens_cached_total says otherwise."""
+    with pytest.raises(EngineFailure, match=r"the server's /metrics counts [1-9][0-9]* prompt tokens"):
+        run(Full("full"), cases, run_dir, flavour=HidesItsHits("llama-server"))
