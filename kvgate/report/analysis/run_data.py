@@ -348,10 +348,10 @@ class RunRows:
         table = pa.concat_tables(parts) if parts else None
         del parts, texts
         if table is not None:
-            self.case = positions(table["case_id"], cases, run_dir)  # placed part by part: before combining
-            table = table.combine_chunks()  # one chunk per column: every later conversion is one copy
+            self.case = positions(table["case_id"], cases, run_dir)
         self.table = table
-        """The columns read (None without rows), one chunk each, for the proof of treatment."""
+        """The columns read (None without rows), for the proof of treatment. Kept in its parts' chunks:
+        a combined copy costs more (fresh pages) than combining each column as it is converted."""
         if table is not None:
             arm, arm_values = dictionary_codes(table["arm"])
             unknown = sorted(set(arm_values) - set(arm_names))
