@@ -8,6 +8,12 @@ included); wall, CPU (user + system) and peak RSS come from `os.wait4`. The mach
 seconds are the steadier figure: on an idle machine the wall time is at most about the CPU time.
 The in-process `build_report` is profiled once, to show where the time goes.
 
+The floor, in each repetition beside the report (the order rotating, with `--against` among the two
+trees): a fresh process that imports
+pyarrow and reads the columns the report reads (the verdicts' and the texts kept for failing examples)
+of every part, one `ParquetFile.read` each, nothing checked or converted; the report's CPU seconds over
+the floor's is the part of the report that is not reading its input.
+
 With `--against TREE` (a checkout of another kvgate commit, e.g. `git worktree add --detach /tmp/base
 <commit>`), every repetition also runs that tree's `kvgate report` on the same run (PYTHONPATH pointing
 at it), the two alternating and the order rotating, so a load swing on the shared machine hits both:
@@ -31,6 +37,17 @@ from workloads import synthetic_run
 
 TARGET_S, TARGET_RSS_MIB = 3.0, 1024
 CASES, PART_ROWS, ARMS = 250_000, 1024, 4
+FLOOR = """
+import sys
+from pathlib import Path
+import pyarrow.parquet as pq
+from kvgate.report.analysis.row_texts import TEXT_COLUMNS
+from kvgate.report.analysis.run_data import RESULT_COLUMNS
+for path in sorted(Path(sys.argv[1]).glob("results/*/part-*.parquet")):
+    with pq.ParquetFile(path) as part:
+        part.read(columns=[*RESULT_COLUMNS, *TEXT_COLUMNS], use_threads=False)
+"""
+"""The bare read: every part's report columns, one call each (the kvgate imports name the columns)."""
 
 
 def run_dir_in(root: Path) -> Path:
@@ -56,10 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         argv_report = [common.KVGATE, "report", str(run_dir), "--format", "json", "-o", "/dev/null"]
         common.run_child(argv_report, 300)  # warm the page cache
         if args.against is not None:
-            children, before = alternated(run_dir, args.against.resolve(), repeat, Path(tmp))
+            children, before, floors = alternated(run_dir, args.against.resolve(), repeat, Path(tmp))
         else:
-            children, before = [common.run_child(argv_report, 300) for _ in range(repeat)], []
+            children, floors = beside_floor(argv_report, run_dir, repeat)
+            before = []
         bad = [c for c in children + before if c.returncode not in (0, 1, 3, 4)]
+        bad += [c for c in floors if c.returncode != 0]
         if bad:
             raise SystemExit(f"kvgate report failed ({bad[0].returncode}): {common.last_line(bad[0].stderr)}")
         from kvgate.report.analysis.build import build_report
@@ -85,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         f"each CPU s: {', '.join(f'{c:.2f}' for c in cpus)}\n\n"
         + common.table(["", "median", "best", "target", "median vs target"], rows)
         + (against_text(args.against, before, children) if before else "")
+        + (floor_text(floors, children) if floors else "")
         + "\n\nWhere `build_report` spends its time in process (cProfile, one call):\n\n"
         + profile
         + "\n"
@@ -96,27 +116,68 @@ def main(argv: list[str] | None = None) -> int:
         {
             "wall_s": walls, "cpu_s": cpus, "peak_rss_mib": rss, "rows": ARMS * CASES, "parts": parts,
             "against_cpu_s": [c.cpu_s for c in before], "against_wall_s": [c.wall_s for c in before],
+            "floor_cpu_s": [c.cpu_s for c in floors],
         },
     )  # fmt: skip
     return 0
 
 
+def floor_argv(run_dir: Path) -> list[str]:
+    return [common.PYTHON, "-c", FLOOR, str(run_dir)]
+
+
+def beside_floor(
+    argv_report: list[str], run_dir: Path, repeat: int
+) -> tuple[list[common.ChildRun], list[common.ChildRun]]:
+    """(the report's runs, the bare read's): one of each per repetition, the order alternating."""
+    reports, floors = [], []
+    for i in range(repeat):
+        for side in ("report", "floor") if i % 2 == 0 else ("floor", "report"):
+            if side == "report":
+                reports.append(common.run_child(argv_report, 300))
+            else:
+                floors.append(common.run_child(floor_argv(run_dir), 300))
+    return reports, floors
+
+
+def floor_text(floors: list[common.ChildRun], reports: list[common.ChildRun]) -> str:
+    """The report's CPU seconds against the bare read's, per repetition."""
+    ratios = [r.cpu_s / f.cpu_s for r, f in zip(reports, floors, strict=True)]
+    rows = [
+        ["CPU s (median)", f"{common.median([f.cpu_s for f in floors]):.2f}",
+         f"{common.median([r.cpu_s for r in reports]):.2f}", f"**{common.median(ratios):.2f}×**"],
+        ["each repetition: CPU s", ", ".join(f"{f.cpu_s:.2f}" for f in floors),
+         ", ".join(f"{r.cpu_s:.2f}" for r in reports), ", ".join(f"{x:.2f}" for x in ratios)],
+        ["peak RSS MiB (max)", f"{max(f.peak_rss_mib for f in floors):.0f}",
+         f"{max(r.peak_rss_mib for r in reports):.0f}", ""],
+    ]  # fmt: skip
+    return (
+        "\n\nBeside the floor (a fresh process reading every part's report columns with pyarrow, nothing "
+        "checked or converted), in the same rotation of each repetition:\n\n"
+        + common.table(["", "bare read", "kvgate report", "report ÷ read"], rows)
+    )
+
+
 def alternated(
     run_dir: Path, other: Path, repeat: int, tmp: Path
-) -> tuple[list[common.ChildRun], list[common.ChildRun]]:
-    """(this tree's runs, `other`'s runs): one of each per repetition, the order alternating; each
-    repetition's two JSON reports must be byte-identical."""
+) -> tuple[list[common.ChildRun], list[common.ChildRun], list[common.ChildRun]]:
+    """(this tree's runs, `other`'s runs, the bare read's): one of each per repetition, the order
+    rotating; each repetition's two JSON reports must be byte-identical."""
     trees = {"this": common.REPO_ROOT, "other": other}
-    runs: dict[str, list[common.ChildRun]] = {"this": [], "other": []}
+    runs: dict[str, list[common.ChildRun]] = {"this": [], "other": [], "floor": []}
+    orders = [("this", "other", "floor"), ("other", "floor", "this"), ("floor", "this", "other")]
     for i in range(repeat):
-        for side in ("this", "other") if i % 2 == 0 else ("other", "this"):
+        for side in orders[i % 3]:
+            if side == "floor":
+                runs["floor"].append(common.run_child(floor_argv(run_dir), 300))
+                continue
             out = tmp / f"{side}.json"
             argv = [common.KVGATE, "report", str(run_dir), "--format", "json", "-o", str(out)]
             env = {"PYTHONPATH": str(trees[side])}
             runs[side].append(common.run_child(argv, 300, env=env))
         if not filecmp.cmp(tmp / "this.json", tmp / "other.json", shallow=False):
             raise SystemExit(f"the two trees' JSON reports differ (repetition {i + 1})")
-    return runs["this"], runs["other"]
+    return runs["this"], runs["other"], runs["floor"]
 
 
 def against_text(other: Path, before: list[common.ChildRun], after: list[common.ChildRun]) -> str:
