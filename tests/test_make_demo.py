@@ -16,14 +16,24 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize("code", [0, 1, 3])
 def test_make_demo_exits_with_the_gates_code(tmp_path: Path, code: int) -> None:
-    stamp = tmp_path / "setup-done"  # newer than pyproject.toml and the Makefile: no set-up runs
-    stamp.touch()
+    stamp, llama = tmp_path / "setup-done", tmp_path / "llama-server-done"
     later = time.time() + 3600
-    os.utime(stamp, (later, later))
+    for done in (stamp, llama):  # newer than pyproject.toml, the Makefile and tools/: no set-up runs
+        done.touch()
+        os.utime(done, (later, later))
     gate = tmp_path / "kvgate"
     gate.write_text(f"#!/bin/sh\necho gate\nexit {code}\n")
     gate.chmod(0o755)
-    argv = ["make", "-s", "-C", str(REPO), "demo", f"STAMP={stamp}", f"KVGATE={gate}"]
+    argv = [
+        "make",
+        "-s",
+        "-C",
+        str(REPO),
+        "demo",
+        f"STAMP={stamp}",
+        f"LLAMA_SERVER_STAMP={llama}",
+        f"KVGATE={gate}",
+    ]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert f"kvgate run exited {code} (0 pass, 1 gate failed" in result.stdout
     if code == 0:
