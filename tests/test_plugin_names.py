@@ -3,7 +3,8 @@ module's syntax tree (`ast`) looks for the two ways a name gets stated again:
 
 - a list of a kind's names: a dict's keys, a tuple, list or set, or a `Literal[...]`, holding two or more
   names of one kind (a second truth that can drift from the table);
-- a plug-in restating its own key: a class-level `name = "<key>"` (engines excepted: SELF_NAMED).
+- a plug-in restating its own key: a class-level `name = "<key>"` (an engine class reads its key from the
+  table: `name = registered_name(__module__, __qualname__)`).
 
 A single name used as a value (a spec's default, a check on one method, a generator naming its
 validator) is a reference, not a statement, and docstrings never count. The tables' "module:attr"
@@ -41,10 +42,6 @@ TABLES: dict[str, tuple[Registry[object], str]] = {
     "report format": (FORMATS, "kvgate/report/render/formats.py"),
 }
 """Each plug-in kind → its table and the module that states it."""
-SELF_NAMED = ("engine",)
-"""Kinds whose plug-ins still state their own name: engines are built by their own factories and name
-themselves (`name = "hf"`, read by the runner's messages); every other kind's table builds its plug-in
-with its key (`Registry(lazy=...)`) or holds a record that names no key."""
 
 
 def lists_of_names(tree: ast.AST, names: set[str]) -> Iterator[tuple[int, list[str]]]:
@@ -82,8 +79,7 @@ def statements(kind: str) -> list[str]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         where = path.relative_to(PACKAGE.parent).as_posix()
         out += [f"{where}:{line} {found}" for line, found in lists_of_names(tree, names)]
-        if kind not in SELF_NAMED:
-            out += [f"{where}:{line} name = {found!r}" for line, found in own_names(tree, names)]
+        out += [f"{where}:{line} name = {found!r}" for line, found in own_names(tree, names)]
     return out
 
 

@@ -60,6 +60,7 @@ from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_timeout
+from kvgate.engines.registry import registered_name
 from kvgate.engines.schedule import ScheduleCounts, pass_attempt, run_schedule, schedule_load, scheduled
 from kvgate.engines.server.record import next_session, write_record
 from kvgate.errors import BadInput
@@ -287,7 +288,7 @@ def _longest_prefix(store: dict[tuple[int, ...], str], prompt: tuple[int, ...]) 
 class FakeEngine:
     """The fake engine; `model` is recorded but never loaded. Its one option: `timeout_s`."""
 
-    name = "fake"
+    name = registered_name(__module__, __qualname__)
 
     def __init__(self, model: ModelSpec, timeout_s: float | None = None, **options: Any) -> None:
         if options:
@@ -302,7 +303,7 @@ class FakeEngine:
 
     def fingerprint(self) -> dict[str, Any]:
         limit = {"timeout_s": self.timeout_s} if self.timeout_s is not None else {}
-        return {"engine": "fake", "version": "2", **limit}
+        return {"engine": self.name, "version": "2", **limit}
 
     def open(self, setup: ArmSetup) -> FakeSession:
         check_faults(setup.faults, f"faults of arm {setup.arm!r}")

@@ -49,6 +49,7 @@ from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
 from kvgate.engines.hf.triton_guard import hide_triton_without_gpu
+from kvgate.engines.registry import registered_name
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec, model_folder
 from kvgate.treatments.eviction_methods import EVICTION_METHODS
@@ -87,7 +88,7 @@ def _without_progress_bars() -> Iterator[None]:
 
 
 class HFEngine:
-    name = "hf"
+    name = registered_name(__module__, __qualname__)
 
     def __init__(
         self,
@@ -177,7 +178,7 @@ class HFEngine:
         import transformers
 
         return {
-            "engine": "hf",
+            "engine": self.name,
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "device": str(self.device),

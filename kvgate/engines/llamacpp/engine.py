@@ -49,6 +49,7 @@ from kvgate.engines.llamacpp.counters import (
 from kvgate.engines.llamacpp.kv_types import LAYOUTS, arm_kv_types, kv_dtype_refusal
 from kvgate.engines.llamacpp.prefix_store import PrefixStore
 from kvgate.engines.llamacpp.state_offload import round_trip
+from kvgate.engines.registry import registered_name
 from kvgate.errors import BadInput, EngineFailure, TreatmentRefused
 from kvgate.models import ModelSpec
 from kvgate.treatments.spec import (
@@ -102,7 +103,7 @@ class LlamaCppEngine:
     flash_attn, n_gpu_layers, reuse_cache_bytes (a reuse arm's stored states), timeout_s (a case still
     decoding after it is stored as a timeout)."""
 
-    name = "llamacpp"
+    name = registered_name(__module__, __qualname__)
 
     def __init__(
         self,
@@ -190,7 +191,7 @@ class LlamaCppEngine:
         settings = self.settings
         limit = {"timeout_s": self.timeout_s} if self.timeout_s is not None else {}
         return {
-            "engine": "llamacpp",
+            "engine": self.name,
             "llama_cpp_python": llama_cpp.__version__,
             "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
             "gguf": self.path.name,

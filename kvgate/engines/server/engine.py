@@ -18,6 +18,7 @@ from typing import Any
 from kvgate.engines.base import ArmSetup
 from kvgate.engines.case_timeout import check_seconds
 from kvgate.engines.options import vllm_engine_arg_names
+from kvgate.engines.registry import registered_name
 from kvgate.engines.server.endpoints import check_url, endpoint_for
 from kvgate.engines.server.flavours.base import Flavour
 from kvgate.engines.server.flavours.registry import FLAVOURS, VLLM
@@ -43,7 +44,7 @@ class ServerEngine:
     stop), device (cpu | gpu: the launched server's defaults), dtype, enforce_eager, block_size,
     offload_gib, and any other `vllm.EngineArgs` field, passed to every launched server as a flag."""
 
-    name = "server"
+    name = registered_name(__module__, __qualname__)
 
     def __init__(
         self,
@@ -159,7 +160,7 @@ class ServerEngine:
 
     def fingerprint(self) -> dict[str, Any]:
         base = {
-            "engine": "server",
+            "engine": self.name,
             "form": self.form,
             "isolation": ISOLATION_GIVEN if self.form == "endpoint" else ISOLATION_LAUNCHED,
             "timeout_s": self.timeout_s,

@@ -39,6 +39,7 @@ from typing import Any
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.kv_cache_facts import cache_facts
+from kvgate.engines.registry import registered_name
 from kvgate.engines.schedule import (
     ScheduleCounts,
     churn_namespace,
@@ -72,7 +73,7 @@ class VLLMEngine:
     """`vllm.LLM` per arm session. Options: dtype, enforce_eager, block_size, offload_gib (the host buffer
     of an offload arm, GiB) and any other `vllm.EngineArgs` field, applied to every arm alike."""
 
-    name = "vllm"
+    name = registered_name(__module__, __qualname__)
 
     def __init__(
         self,
@@ -132,7 +133,7 @@ class VLLMEngine:
         if device == "cuda" and torch.cuda.is_available():
             device = f"cuda ({torch.cuda.get_device_name(0)})"
         return {
-            "engine": "vllm",
+            "engine": self.name,
             "vllm": self.vllm_version,
             "torch": torch.__version__,
             "device": device,
