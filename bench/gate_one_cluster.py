@@ -10,7 +10,6 @@ import makes of them when the shared prompt is under `prefix_min_share` of their
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from dataclasses import replace
@@ -18,40 +17,20 @@ from pathlib import Path
 
 import common
 from gate_shapes import pm, shape_structure
+from workloads import shared_prompt_trace
 
 from kvgate.gate.policy import Policy, load_policy
 from kvgate.gate.simulate import Scenario, Structure, operating
 from kvgate.report.analysis.gate_structure import gate_structure
 from kvgate.report.analysis.run_data import read_workload_cases
-from kvgate.workload.freeze import freeze
-from kvgate.workload.tokenizer import WordTokenizer
 
 KEYS = ("false_accept", "false_fail", "power", "power_4tau", "pass_at_zero")
-SYSTEM = "You are the support assistant of Example Corp. " + " ".join(f"Rule {i} applies." for i in range(35))
 
 
 def frozen_trace(folder: Path, keys: str, policy: Policy) -> Structure:
-    """20 requests of their own (about 300 words) behind one 150-word system prompt, frozen by trace
-    import with the suite's `keys`, as the gate structures them under `policy`."""
-    records = [
-        {
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {
-                    "role": "user",
-                    "content": f"Ticket {i}: " + " ".join(f"item{i}x{j} broke." for j in range(90)),
-                },
-            ],
-            "expected": f"order {i}",
-        }
-        for i in range(20)
-    ]
-    (folder / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    suite = folder / "bot.toml"
-    suite.write_text(f'name = "bot"\n[[trace]]\npath = "support.jsonl"\nvalidator = "exact"\n{keys}')
-    workload = folder / "w.parquet"
-    freeze([str(suite)], workload, WordTokenizer(), seed=0)
-    return gate_structure(read_workload_cases(str(workload)), policy)
+    """`workloads.shared_prompt_trace` frozen with the suite's `keys`, as the gate structures it under
+    `policy`."""
+    return gate_structure(read_workload_cases(str(shared_prompt_trace(folder, keys))), policy)
 
 
 def point(structure: Structure, policy: Policy, runs: int, defects: str) -> tuple[float, ...]:

@@ -197,3 +197,38 @@ def synthetic_run(root: Path, n_cases: int, rows_per_part: int, seed: int = 0) -
             listed[key_of(run_dir / "results", part)] = entry(part, chunk.num_rows)
     write_index(run_dir / "results", manifest["run_id"], listed)  # as the store lists what it writes
     return run_dir
+
+
+SUPPORT_SYSTEM_PROMPT = "You are the support assistant of Example Corp. " + " ".join(
+    f"Rule {i} applies." for i in range(35)
+)
+
+
+def shared_prompt_trace(folder: Path, keys: str = "") -> Path:
+    """20 requests of their own (about 300 words) behind one 150-word system prompt (34% of each prompt),
+    written as a trace and frozen by trace import with the `[[trace]]` entry's extra `keys` (e.g.
+    "prefix_min_share = 0"); returns the frozen workload's path."""
+    import json
+
+    from kvgate.workload.freeze import freeze
+    from kvgate.workload.tokenizer import WordTokenizer
+
+    def ticket(i: int) -> str:
+        return f"Ticket {i}: " + " ".join(f"item{i}x{j} broke." for j in range(90))
+
+    records = [
+        {
+            "messages": [
+                {"role": "system", "content": SUPPORT_SYSTEM_PROMPT},
+                {"role": "user", "content": ticket(i)},
+            ],
+            "expected": f"order {i}",
+        }
+        for i in range(20)
+    ]
+    (folder / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    suite = folder / "bot.toml"
+    suite.write_text(f'name = "bot"\n[[trace]]\npath = "support.jsonl"\nvalidator = "exact"\n{keys}')
+    workload = folder / "w.parquet"
+    freeze([str(suite)], workload, WordTokenizer(), seed=0)
+    return workload

@@ -5,44 +5,22 @@ against an independent Monte Carlo), where the same requests declared one cluste
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers.independent_gate import independent_rates
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from workloads import shared_prompt_trace
+
 from kvgate.gate.policy import load_policy
 from kvgate.gate.simulate import operating
 from kvgate.report.analysis.gate_structure import gate_structure
 from kvgate.report.analysis.run_data import read_workload_cases
-from kvgate.workload.freeze import freeze
-from kvgate.workload.tokenizer import WordTokenizer
 
 RUNS = 10_000
-SYSTEM = "You are the support assistant of Example Corp. " + " ".join(f"Rule {i} applies." for i in range(35))
-
-
-def _frozen(tmp_path: Path, keys: str) -> Path:
-    records = [
-        {
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {
-                    "role": "user",
-                    "content": f"Ticket {i}: " + " ".join(f"item{i}x{j} broke." for j in range(90)),
-                },
-            ],
-            "expected": f"order {i}",
-        }
-        for i in range(20)
-    ]
-    (tmp_path / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    suite = tmp_path / "bot.toml"
-    suite.write_text(f'name = "bot"\n[[trace]]\npath = "support.jsonl"\nvalidator = "exact"\n{keys}')
-    workload = tmp_path / "w.parquet"
-    freeze([str(suite)], workload, WordTokenizer(), seed=0)
-    return workload
 
 
 @pytest.mark.slow
@@ -50,7 +28,7 @@ def test_per_case_failures_behind_a_short_system_prompt_decide_as_20_independent
     tmp_path: Path,
 ) -> None:
     policy = load_policy(None)
-    structure = gate_structure(read_workload_cases(str(_frozen(tmp_path, ""))), policy)
+    structure = gate_structure(read_workload_cases(str(shared_prompt_trace(tmp_path, ""))), policy)
     assert int(structure.clusters.max()) + 1 == 20
     op = operating(structure, policy, runs=RUNS, seed=7)
     se = op.standard_error
@@ -60,7 +38,8 @@ def test_per_case_failures_behind_a_short_system_prompt_decide_as_20_independent
         tol = 4 * np.sqrt(se(rates.fails) ** 2 + se(ref["fails"]) ** 2) + 1e-3
         assert abs(rates.fails - ref["fails"]) <= tol, (cfr, rates.fails, ref["fails"])
     assert op.power > 0.1 and op.at_4tau.fails > 0.5  # 13% and 59% as bench/gate_one_cluster.py measures
-    one = gate_structure(read_workload_cases(str(_frozen(tmp_path, "prefix_min_share = 0\n"))), policy)
+    declared_one = shared_prompt_trace(tmp_path, "prefix_min_share = 0\n")
+    one = gate_structure(read_workload_cases(str(declared_one)), policy)
     assert int(one.clusters.max()) + 1 == 1
     lone = operating(one, policy, runs=RUNS, seed=7)
     assert lone.power == 0.0 and lone.at_4tau.fails == 0.0  # a lone cluster never fails the arm at α ≤ τ

@@ -5,37 +5,19 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.cli import kvgate
 
-from kvgate.workload.freeze import freeze
-from kvgate.workload.tokenizer import WordTokenizer
-
-SYSTEM = "You are the support assistant of Example Corp. " + " ".join(f"Rule {i} applies." for i in range(35))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from workloads import shared_prompt_trace
 
 
 def _all_slice(tmp_path: Path, keys: str) -> dict[str, Any]:
-    records = [
-        {
-            "messages": [
-                {"role": "system", "content": SYSTEM},
-                {
-                    "role": "user",
-                    "content": f"Ticket {i}: " + " ".join(f"item{i}x{j} broke." for j in range(90)),
-                },
-            ],
-            "expected": f"order {i}",
-        }
-        for i in range(20)
-    ]
-    (tmp_path / "support.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    suite = tmp_path / "bot.toml"
-    suite.write_text(f'name = "bot"\n[[trace]]\npath = "support.jsonl"\nvalidator = "exact"\n{keys}')
-    workload = tmp_path / "w.parquet"
-    freeze([str(suite)], workload, WordTokenizer(), seed=0)
+    workload = shared_prompt_trace(tmp_path, keys)
     matrix = tmp_path / "m.toml"
     matrix.write_text('[matrix]\ncontrol = "full"\ncandidates = ["prefix-reuse"]\n')
     runs = tmp_path / "runs"
