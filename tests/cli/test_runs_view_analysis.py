@@ -79,7 +79,14 @@ def test_view_writes_the_html_report(runs_dir: Path, tmp_path: Path) -> None:
 
 def test_view_serves_the_report_on_loopback(runs_dir: Path) -> None:
     argv = [sys.executable, "-c", "from kvgate.cli import main; main()", "view", str(runs_dir / "a-first")]
-    served = subprocess.Popen([*argv, "--serve"], stderr=subprocess.PIPE, text=True)
+    served = subprocess.Popen(
+        [*argv, "--serve"],
+        stderr=subprocess.PIPE,
+        text=True,
+        # A shell's background job (`make test &`) ignores SIGINT, and children inherit that; Ctrl-C
+        # reaches a terminal's foreground job with the default action, which is what this test means.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert served.stderr is not None
         served.stderr.readline()  # wrote …
