@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from helpers.passkey_cases import passkey_cases as frozen_passkey_cases
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.treatments.spec import Treatment
@@ -36,22 +36,9 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-@cache
 def passkey_cases(folder: Path, depths: tuple[float, ...], per_cell: int, seed: int) -> tuple[Case, ...]:
     """Short passkey cases (~150 prompt tokens, 8 new tokens) frozen for the model's tokenizer."""
-    from kvgate.workload.freeze import freeze_cases
-    from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-    from kvgate.workload.suites import parse_suite
-
-    with tempfile.TemporaryDirectory() as scratch:
-        spec = Path(scratch) / "tiny.toml"
-        spec.write_text(
-            'name = "tiny"\n[[generate]]\ngenerator = "passkey"\nlengths = [160]\n'
-            f"depths = {list(depths)}\nper_cell = {per_cell}\nmax_new_tokens = 8\n"
-        )
-        suite = parse_suite(spec)
-    tok = HFPromptTokenizer.from_folder(folder, "smollm2-135m")
-    return tuple(freeze_cases([suite], tok, seed=seed))
+    return frozen_passkey_cases(folder, 160, depths, per_cell, max_new_tokens=8, seed=seed)
 
 
 def run_arm(

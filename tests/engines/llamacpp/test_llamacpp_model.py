@@ -6,13 +6,12 @@ types it allocated, the state it saved and loaded.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.passkey_cases import passkey_cases
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.llamacpp.context_shift import plan_shift
@@ -29,26 +28,10 @@ from kvgate.workload.case import Case
 pytestmark = pytest.mark.model
 
 
-@cache
-def _cases(folder: Path) -> tuple[Case, ...]:
-    """Four passkey cases of ~300 prompt tokens (12 new tokens), frozen for the model's tokenizer."""
-    from kvgate.workload.freeze import freeze_cases
-    from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-    from kvgate.workload.suites import parse_suite
-
-    with tempfile.TemporaryDirectory() as scratch:
-        spec = Path(scratch) / "tiny.toml"
-        spec.write_text(
-            'name = "tiny"\n[[generate]]\ngenerator = "passkey"\nlengths = [300]\n'
-            "depths = [0.2, 0.8]\nper_cell = 2\nmax_new_tokens = 12\n"
-        )
-        suite = parse_suite(spec)
-    return tuple(freeze_cases([suite], HFPromptTokenizer.from_folder(folder, "smollm2-135m"), seed=0))
-
-
 @pytest.fixture(scope="module")
 def cases(model_folder: Path) -> list[Case]:
-    return list(_cases(model_folder))
+    """Four passkey cases of ~300 prompt tokens (12 new tokens), frozen for the model's tokenizer."""
+    return list(passkey_cases(model_folder, 300, (0.2, 0.8), per_cell=2, max_new_tokens=12))
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,11 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.passkey_cases import passkey_cases
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.server.engine import ServerEngine, ServerSession
@@ -41,27 +41,11 @@ TEMPLATE = f"{LLAMA_SERVER} -m {{model}} --host {{host}} --port {{port}} -t 1 -c
 """The flavour's own command, with one thread (the tests share two cores) and a small context."""
 
 
-@cache
-def _cases(folder: Path) -> tuple[Case, ...]:
-    """Three passkey cases of ~300 prompt tokens (12 new tokens), frozen for the model's tokenizer: their
-    prompts share a prefix, which a slot cache left on would serve the next case from."""
-    from kvgate.workload.freeze import freeze_cases
-    from kvgate.workload.hf_tokenizer import HFPromptTokenizer
-    from kvgate.workload.suites import parse_suite
-
-    with tempfile.TemporaryDirectory() as scratch:
-        spec = Path(scratch) / "tiny.toml"
-        spec.write_text(
-            'name = "tiny"\n[[generate]]\ngenerator = "passkey"\nlengths = [300]\n'
-            "depths = [0.2, 0.8]\nper_cell = 2\nmax_new_tokens = 12\n"
-        )
-        suite = parse_suite(spec)
-    return tuple(freeze_cases([suite], HFPromptTokenizer.from_folder(folder, "smollm2-135m"), seed=0))[:3]
-
-
 @pytest.fixture(scope="module")
 def cases(model_folder: Path) -> list[Case]:
-    return list(_cases(model_folder))
+    """Three passkey cases of ~300 prompt tokens (12 new tokens), frozen for the model's tokenizer: their
+    prompts share a prefix, which a slot cache left on would serve the next case from."""
+    return list(passkey_cases(model_folder, 300, (0.2, 0.8), per_cell=2, max_new_tokens=12)[:3])
 
 
 @dataclass
