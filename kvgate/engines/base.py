@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kvgate.treatments.spec import Treatment
 from kvgate.workload.case import Case
@@ -108,6 +108,14 @@ class ArmSession(Protocol):
     def generate(self, cases: Sequence[Case]) -> list[Generation]: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class NamesItsStack(Protocol):
+    """A session whose server names its serving stack's version (the server engine's: {stack, version,
+    source}, `engines/server/stack_version.py`); the runner holds every session of a run to one."""
+
+    stack_version: dict[str, Any] | None
 
 
 class Engine(Protocol):

@@ -24,7 +24,7 @@ from kvgate.rundir.hardware import record_unit
 from kvgate.rundir.manifest import write_manifest
 from kvgate.runner.context import RunContext
 from kvgate.runner.rows import result_row
-from kvgate.runner.run import PART_SECONDS, arm_setup, control_tokens
+from kvgate.runner.run import PART_SECONDS, arm_setup, check_stack_version, control_tokens
 
 MAX_TRIES = 3
 """How often a unit may lose its worker before the run gives up (exit 4, resumable)."""
@@ -89,7 +89,12 @@ class Dispatcher:
         except ray.exceptions.RayError as exc:
             self._lost(worker, unit, queue, type(exc).__name__)
             return
-        if index < 0:
+        if index < 0:  # the session opened: its server's stack version must be the run's
+            try:
+                check_stack_version(self.ctx, unit.arm_run.arm, answer)
+            except KvgateError:
+                self.sink.flush_all()
+                raise
             return
         self._take(unit, unit.batches[index], answer)
         worker.received += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kvgate.engines.base import ArmSession, ArmSetup, Engine, Generation
+from kvgate.engines.base import ArmSession, ArmSetup, Engine, Generation, NamesItsStack
 from kvgate.engines.registry import create_engine
 from kvgate.models import ModelSpec
 from kvgate.rundir.hardware import this_machine
@@ -37,9 +37,11 @@ class EngineWorker:
     def refusal(self, treatment: Treatment) -> str | None:
         return self._engine().refusal(treatment)
 
-    def begin(self, setup: ArmSetup) -> None:
+    def begin(self, setup: ArmSetup) -> dict[str, Any] | None:
+        """Open the unit's session; the serving stack's version its server names, if it names one."""
         self.end()
         self.session = self._engine().open(setup)
+        return self.session.stack_version if isinstance(self.session, NamesItsStack) else None
 
     def generate(self, cases: Sequence[Case]) -> list[Generation]:
         if self.session is None:

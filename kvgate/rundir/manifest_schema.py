@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 
+from kvgate.engines.server.stack_version import STACK_VERSION_SCHEMA
 from kvgate.errors import BadInput
 from kvgate.names import NAME_PATTERN
 from kvgate.rundir.hardware import MAX_NODES
@@ -115,6 +116,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         "git_commit": {"type": ["string", "null"]},
         "host": {"type": "object"},
         "executor": EXECUTOR,
+        "stack_version": STACK_VERSION_SCHEMA,
         "hardware": {
             "type": "object",
             "propertyNames": NAME,

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kvgate.engines.base import ArmSession, ArmSetup, Engine
+from kvgate.engines.base import ArmSession, ArmSetup, Engine, NamesItsStack
 from kvgate.errors import BadInput, EngineFailure, KvgateError, TreatmentRefused
 from kvgate.rundir.manifest import MANIFEST, changed_identity, read_manifest, write_manifest
+from kvgate.rundir.stack_version import record_stack_version
 from kvgate.rundir.store import RowKey, compact, read_results, stored_keys, write_part
 from kvgate.runner.context import RunContext
 from kvgate.runner.control_check import refuse_unwinnable_on_control
@@ -188,13 +189,27 @@ def arm_setup(ctx: RunContext, arm_run: ArmRun) -> ArmSetup:
 
 def _open_session(ctx: RunContext, arm_run: ArmRun) -> ArmSession:
     try:
-        return ctx.engine.open(arm_setup(ctx, arm_run))
+        session = ctx.engine.open(arm_setup(ctx, arm_run))
     except KvgateError:
         raise
     except Exception as exc:
         raise EngineFailure(
             f"engine {ctx.engine.name!r} failed to start arm {arm_run.label!r}: {exc}"
         ) from exc
+    try:
+        if isinstance(session, NamesItsStack):
+            check_stack_version(ctx, arm_run.arm, session.stack_version)
+    except BaseException:
+        session.close()
+        raise
+    return session
+
+
+def check_stack_version(ctx: RunContext, arm: str, answered: dict[str, Any] | None) -> None:
+    """The version arm `arm`'s server named must be the run's (`rundir/stack_version.py`); the first one
+    is written to the manifest before any of its rows."""
+    if answered is not None and record_stack_version(ctx.manifest, arm, answered, ctx.run_dir):
+        write_manifest(ctx.run_dir, ctx.manifest)
 
 
 def store_rows(ctx: RunContext, arm: str, rows: list[dict[str, Any]]) -> None:

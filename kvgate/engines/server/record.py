@@ -12,7 +12,8 @@ more than one attempt to its attempt count; `timeouts` counts the cases that ran
 (`engines/schedule.py`: aborts, interleaved, churned, resent, resend_changed, repeats,
 repeat_changed) stand beside the others. `cached_tokens_total`, for a flavour whose server counts
 them (llama-server's `llamacpp:prompt_tokens_cached_total`), is the rise of the prompt tokens it served
-from a cache over the pass, every request counted (None: not reported).
+from a cache over the pass, every request counted (None: not reported). `stack_version`: the version
+the server named for itself (`stack_version.py`; absent from older records).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import jsonschema
 
 from kvgate.bounded_file import load_json
 from kvgate.contained import check_contained
+from kvgate.engines.server.stack_version import STACK_VERSION_SCHEMA
 from kvgate.errors import BadInput
 from kvgate.workload.schema import atomic_write
 
@@ -71,6 +73,7 @@ RECORD_SCHEMA: dict[str, Any] = {
         "preemptions": {"type": ["integer", "null"], "minimum": 0},
         "aborts": COUNT,
         "cached_tokens_total": {"type": ["integer", "null"]},
+        "stack_version": STACK_VERSION_SCHEMA,
         **{key: COUNT for key in SCHEDULE_COUNTS},
         "load": {"type": "object"},
         "wall_s": {"type": "number", "minimum": 0},

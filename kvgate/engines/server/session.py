@@ -55,6 +55,7 @@ from kvgate.engines.server.record import FOLDER, next_session, pass_stem, write_
 from kvgate.engines.server.response import Completion
 from kvgate.engines.server.session_options import ServerOptions
 from kvgate.engines.server.slot_offload import SlotTier
+from kvgate.engines.server.stack_version import VLLM
 from kvgate.engines.server.tier_events import drain
 from kvgate.engines.vllm import args as vllm_args
 from kvgate.errors import EngineFailure
@@ -99,8 +100,11 @@ class ServerSession(ServedSession):
         """The launched server's slot as the offload tier (a flavour that saves slots, offload arms)."""
         self.events: Flavour | None = None
         """The launched flavour whose KV cache events count an offload arm's blocks (tier_events.py)."""
+        self.stack_version: dict[str, Any] | None = None
+        """The version the server names for itself (`stack_version.py`): the runner holds a run to one."""
         try:
             self.url, self.model_id = self._start()
+            self.stack_version = self._stack_version()
             launched = self.offloads and self.server is not None and engine.flavour is not None
             if launched and engine.flavour is not None and engine.flavour.saves_slots:
                 self.slots = SlotTier(self.url, setup.arm, self.tier_block)
@@ -362,6 +366,16 @@ class ServerSession(ServedSession):
         except (httpx.HTTPError, TimeoutError, ValueError):
             return None
 
+    def _stack_version(self) -> dict[str, Any]:
+        """What the server answers where its stack names its version (no answer: version None)."""
+        flavour = self.engine.flavour
+        answer = VLLM if flavour is None else flavour.version_answer
+        try:
+            status, body = bounded_http.request("GET", f"{self.url}{answer.path}", 10.0, max_bytes=1 << 22)
+        except (httpx.HTTPError, TimeoutError):
+            return answer.recorded(None, b"")
+        return answer.recorded(status, body)
+
     def _metrics(self) -> str | None:
         """The server's Prometheus text, or None without `/metrics`."""
         try:
@@ -401,6 +415,8 @@ class ServerSession(ServedSession):
             text = self._metrics()
             total = None if text is None else flavour.cached_total(text)
             record["cached_tokens_total"] = None if total is None else total - self.cached_before
+        if self.stack_version is not None:
+            record["stack_version"] = self.stack_version
         if self.command is not None:
             record["command"] = self.command
             record["log"] = f"{FOLDER}/{self.stem}.log"

@@ -205,7 +205,9 @@ def report_and_rows(
     report = {
         "schema": SCHEMA,
         "kvgate_version": __version__,
-        "run": {k: manifest.get(k) for k in PROVENANCE} | {"kvgate_version": manifest.get("kvgate_version")},
+        "run": {k: manifest.get(k) for k in PROVENANCE}
+        | {"kvgate_version": manifest.get("kvgate_version")}
+        | ({"stack_version": manifest["stack_version"]} if manifest.get("stack_version") else {}),
         "policy": policy_block(policy, manifest["policy_sha256"], changed, unsafe_reason, cluster_name),
         "slice_columns": list(cases.slice_columns),
         "control": {

@@ -32,11 +32,12 @@ from kvgate.report.document.base import (
 from kvgate.report.document.compare import Compare
 from kvgate.report.document.stress import Stress
 
-SCHEMA = 6
+SCHEMA = 7
 """Version of the report JSON's shape (2: slice roles, adjusted p-values, clusters, attribution intervals;
 3: each arm's certificate attribution; 4: its primary score the mean relative bound, the others under
 `other_scores`, and `cap_share`; 5: each arm's proof of treatment, KV bytes counted by the engine;
-6: the stress schedule each arm and the control ran under, with its counts, `stress`)."""
+6: the stress schedule each arm and the control ran under, with its counts, `stress`; 7: the serving
+stack's version a server engine's run recorded, `run.stack_version`)."""
 
 
 class OpenShape(Shape):
@@ -58,6 +59,16 @@ class EngineInfo(OpenShape):
     engine: Text
 
 
+class StackVersion(Shape):
+    """The version of the serving stack every server of the run named (rundir/stack_version.py)."""
+
+    stack: Text
+    version: Text | None
+    """None: the servers named none where their stack names it."""
+    source: Text
+    """Where it was read: "GET /props build_info"."""
+
+
 class Provenance(Shape):
     """The run's provenance, copied from its manifest."""
 
@@ -75,6 +86,7 @@ class Provenance(Shape):
     policy_sha256: Hex64
     git_commit: Str | None
     kvgate_version: Str | None
+    stack_version: StackVersion | None = absent("Recorded by runs on a server engine only.")
 
 
 class PolicyBlock(Shape):
@@ -134,7 +146,7 @@ class Report(Verdict):
     """What `kvgate report RUN --format json` and `kvgate run --json` print. docs/reference.md describes
     the fields."""
 
-    schema_: Literal[6] = Field(alias="schema", description="Version of this shape (SCHEMA).")
+    schema_: Literal[7] = Field(alias="schema", description="Version of this shape (SCHEMA).")
     kvgate_version: Text
     run: Provenance
     policy: PolicyBlock

@@ -92,6 +92,9 @@ def slice_cells(s: Slice, lossless: bool = False) -> list[str]:
 def run_line(report: Report) -> str:
     run = report.run
     model, engine = run.model.name, run.engine.engine
+    if run.stack_version is not None:
+        stack = run.stack_version
+        engine += f" ({stack.stack} {stack.version or '(version not named)'})"
     created = f" · created {run.created_at}" if run.created_at else ""
     return f"run {run.run_id} · model {model} · engine {engine} · {run.n_cases} cases{created}"
 

@@ -39,6 +39,9 @@ Faults (seeded, per prompt):
 - ignore_kv_cache_dtype: `--kv-cache-dtype` is accepted and ignored (the KV stays in `--dtype`), a
   planted no-op that the arm's proof of treatment must catch.
 
+It names its version (`StubOptions.version`) where each stack does: `/version` (vLLM, TensorRT-LLM),
+`/props` `build_info` (llama-server), `/get_server_info` `version` (SGLang).
+
 /metrics also carries vLLM's `vllm:cache_config_info` labels: the cache dtype, the KV budget
 (`--kv-cache-memory-bytes`, default 1 GiB) and the tokens and blocks it buys for a model shaped like
 SmolLM2-135M (STUB_KV_ELEMENTS elements per token, each of the cache dtype's bytes).
@@ -115,6 +118,8 @@ class StubOptions:
     slot_restore_noop: bool = False
     kv_events: bool = False
     events_noop: bool = False
+    version: str | None = "stub-1"
+    """The version it names for itself (None: it names none); launched, from $STUB_SERVER_VERSION."""
 
     def cache_config_dtype(self) -> str:
         """The KV dtype it stores: `--kv-cache-dtype`, unless the planted no-op ignores it."""
@@ -245,7 +250,12 @@ class Handler(BaseHTTPRequestHandler):
                 return
             self._json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
         elif self.path == "/get_server_info":  # SGLang's resolved server arguments
-            self._json(200, {"kv_cache_dtype": self.state.options.cache_config_dtype(), "version": "stub"})
+            info = {"kv_cache_dtype": self.state.options.cache_config_dtype()}
+            self._json(200, {**info, **self._version("version")})
+        elif self.path == "/version":  # vLLM's and trtllm-serve's
+            self._json(200, self._version("version"))
+        elif self.path == "/props":  # llama-server's global properties
+            self._json(200, {"total_slots": 1, "model_alias": "stub", **self._version("build_info")})
         elif self.path == "/metrics":
             text = (
                 "# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.\n"
@@ -365,6 +375,10 @@ class Handler(BaseHTTPRequestHandler):
         }
         self._json(200, {"id": f"cmpl-{request_id or number}", "object": "text_completion", "model": "stub",
                          "choices": [choice], "usage": usage})  # fmt: skip
+
+    def _version(self, key: str) -> dict[str, str]:
+        version = self.state.options.version
+        return {} if version is None else {key: version}
 
     def _misbehaved(self, how: str) -> bool:
         """Answer as the `misbehave` fault says (True), or leave the answer to the caller (False)."""
@@ -558,6 +572,7 @@ def main() -> None:
         hierarchical_cache=args.enable_hierarchical_cache, max_total_tokens=args.max_total_tokens,
         slot_save_path=args.slot_save_path, slot_restore_noop=args.slot_restore_noop,
         kv_events=int(trtllm.get("event_buffer_max_size", 0)) > 0, events_noop=args.events_noop,
+        version=os.environ.get("STUB_SERVER_VERSION", "stub-1") or None,
     )  # fmt: skip
     server = StubServer(options, args.port)
     server.state.on_death = lambda: os._exit(3)  # a launched stub dies as a process does

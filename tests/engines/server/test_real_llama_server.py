@@ -4,13 +4,16 @@ passkey cases per arm, one server per arm.
 
 Every claim is read back from the server: the cached prompt tokens from each answer's `timings.cache_n`
 and /metrics' `llamacpp:prompt_tokens_cached_total`, the KV types and bytes from the log line it printed
-allocating its cache. Skipped, with the reason, only where no llama-server is built.
+allocating its cache, its version from /props' `build_info`. Skipped, with the reason, only where no
+llama-server is built.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -104,6 +107,18 @@ def test_the_control_reuses_nothing_across_cases(control: Pass, cases: list[Case
     answers = [g.output_text for g in control.generations[: len(cases)]]
     answered = sum(str(c.expected[0]) in a for c, a in zip(cases, answers, strict=True))
     assert answered >= 2, answers
+
+
+def test_the_recorded_version_is_the_binarys(control: Pass) -> None:
+    """The pass records the version the server answered at /props (build_info, "b<build>-<commit>"):
+    the build and commit the binary itself prints for --version."""
+    assert LLAMA_SERVER is not None
+    printed = subprocess.run([LLAMA_SERVER, "--version"], capture_output=True, text=True, timeout=60)
+    found = re.search(r"\(build (\d+), commit (\w+)\)", printed.stdout + printed.stderr)
+    assert found is not None, printed.stdout + printed.stderr
+    assert control.record["stack_version"] == {
+        "stack": "llama-server", "version": f"b{found[1]}-{found[2]}", "source": "GET /props build_info",
+    }  # fmt: skip
 
 
 def test_a_q8_0_cache_is_the_one_the_server_allocated(

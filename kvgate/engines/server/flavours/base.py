@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from kvgate.engines.kv_cache_facts import KVCacheFacts
 from kvgate.engines.server.flavours.applies import Applies
 from kvgate.engines.server.response import Completion, MalformedResponse
+from kvgate.engines.server.stack_version import VersionAnswer
 from kvgate.treatments.spec import Offload, Quantize, Reuse, Treatment
 
 CONFIG_PLACEHOLDER = "{config}"
@@ -54,6 +55,11 @@ class Flavour(Protocol):
     def saves_slots(self) -> bool:
         """Whether an offload arm's tier is the stack's slot save and restore (`server/slot_offload.py`)
         rather than a cache tier its answers report on (`Completion.tier_tokens`)."""
+        ...
+
+    @property
+    def version_answer(self) -> VersionAnswer:
+        """Where the stack names its version (`stack_version.py`)."""
         ...
 
     @property

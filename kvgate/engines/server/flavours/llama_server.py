@@ -49,6 +49,7 @@ from kvgate.engines.server.flavours.base import (
     token_ids,
 )
 from kvgate.engines.server.response import Completion, MalformedResponse
+from kvgate.engines.server.stack_version import VersionAnswer
 from kvgate.treatments.spec import GGML_KV_TYPES, Treatment
 
 APPLIES = Applies(
@@ -86,6 +87,9 @@ MIB = 1 << 20
 LOG_VERBOSITY = 4
 """llama-server's "trace" level: the lowest that logs the KV cache it allocated (about 20 lines a request)."""
 
+VERSION_ANSWER = VersionAnswer("llama-server", "/props", "build_info")
+"""`build_info` is "b<build number>-<commit>" (common/build-info.cpp.in `llama_build_info`)."""
+
 
 @dataclass(frozen=True)
 class LlamaServer:
@@ -96,6 +100,7 @@ class LlamaServer:
     """An offload arm's tier is the slot saved to a file and restored (`server/slot_offload.py`)."""
     info_path: str | None = None
     """llama-server names its cache types in its log (`kv_cache_in_log`), not in an answer."""
+    version_answer: VersionAnswer = VERSION_ANSWER
 
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
         return [executable(python), "-m", model, "--host", host, "--port", str(port)]

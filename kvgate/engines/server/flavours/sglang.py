@@ -33,6 +33,7 @@ from kvgate.engines.server.flavours.base import (
     token_ids,
 )
 from kvgate.engines.server.response import Completion, MalformedResponse
+from kvgate.engines.server.stack_version import VersionAnswer
 from kvgate.treatments.spec import Treatment
 
 KV_CACHE_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "nvfp4", "fp4_mx_block16", "bf16", "bfloat16")
@@ -56,6 +57,8 @@ REFUSED_KINDS = {
     "eviction": "SGLang does not evict a request's prompt KV (its radix cache evicts whole finished prefixes)"
 }
 
+VERSION_ANSWER = VersionAnswer("SGLang", "/get_server_info", "version")
+
 
 @dataclass(frozen=True)
 class SGLang:
@@ -65,6 +68,7 @@ class SGLang:
     saves_slots: bool = False
     info_path: str | None = "/get_server_info"
     """SGLang's server arguments as it resolved them: `kv_cache_dtype` is the dtype it stores."""
+    version_answer: VersionAnswer = VERSION_ANSWER
 
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
         return [

@@ -38,6 +38,7 @@ from kvgate.engines.server.flavours.base import (
     reuse_part,
 )
 from kvgate.engines.server.response import Completion, MalformedResponse, parse_completion
+from kvgate.engines.server.stack_version import VersionAnswer
 from kvgate.treatments.spec import Treatment
 
 TOKENS_PER_BLOCK = 32
@@ -73,6 +74,8 @@ REFUSED_KINDS = {
     ),
 }
 
+VERSION_ANSWER = VersionAnswer("TensorRT-LLM", "/version", "version")
+
 
 @dataclass(frozen=True)
 class TensorRTLLM:
@@ -82,6 +85,7 @@ class TensorRTLLM:
     saves_slots: bool = False
     info_path: str | None = None
     """trtllm-serve names no KV dtype in an answer kvgate reads (its /metrics gives block counts)."""
+    version_answer: VersionAnswer = VERSION_ANSWER
 
     def command(self, model: str, host: str, port: int, python: str) -> list[str]:
         return ["trtllm-serve", model, "--host", host, "--port", str(port), "--backend", "pytorch"]
