@@ -3,7 +3,9 @@
 One smoke case's prompt (frozen for the embedded model) is prefilled through the engine's own forward
 (`forward_at`, a fresh cache each time) under each variant; repetitions alternate the variants in a
 rotating order, and the figure per variant is the median of its CPU-second ratios to the control
-(sdpa, float32, one thread) measured back to back. Each variant then decodes the case greedily for
+(sdpa, float32, one thread) measured back to back. `onednn` attention is kvgate's blocked prefill
+(`-E attention=onednn`, onednn_attention), `linear=onednn` the packed projections (`-E linear=onednn`,
+onednn_linear). Each variant then decodes the case greedily for
 `--new` tokens: "same tokens" says whether its answer is the control's, token for token (the condition
 for changing a default). CPU seconds are the process's, so a second thread's work counts.
 
@@ -24,11 +26,14 @@ from workloads import freeze_for_model
 
 import kvgate.engines.hf  # noqa: F401  (OpenMP's passive waits, set before main() imports torch)
 
-VARIANTS = {  # name → (attention implementation, dtype, torch threads)
-    "sdpa, float32, 1 thread (control)": ("sdpa", "float32", 1),
-    "sdpa, float32, 2 threads": ("sdpa", "float32", 2),
-    "eager, float32, 1 thread": ("eager", "float32", 1),
-    "sdpa, bfloat16, 1 thread": ("sdpa", "bfloat16", 1),
+VARIANTS = {  # name → (attention implementation, dtype, torch threads, linear)
+    "sdpa, float32, 1 thread (control)": ("sdpa", "float32", 1, "torch"),
+    "sdpa, float32, 2 threads": ("sdpa", "float32", 2, "torch"),
+    "eager, float32, 1 thread": ("eager", "float32", 1, "torch"),
+    "sdpa, bfloat16, 1 thread": ("sdpa", "bfloat16", 1, "torch"),
+    "onednn, float32, 1 thread": ("onednn", "float32", 1, "torch"),
+    "sdpa, float32, 1 thread, linear=onednn": ("sdpa", "float32", 1, "onednn"),
+    "onednn, float32, 1 thread, linear=onednn": ("onednn", "float32", 1, "onednn"),
 }
 CONTROL = next(iter(VARIANTS))
 
@@ -38,12 +43,23 @@ def engines() -> dict[str, Any]:
     from kvgate.models import resolve_model
 
     out: dict[str, Any] = {}
-    by_dtype: dict[str, Any] = {}
-    for name, (_, dtype, _) in VARIANTS.items():
-        if dtype not in by_dtype:
-            by_dtype[dtype] = HFEngine(resolve_model("smollm2-135m"), dtype=dtype)
-        out[name] = by_dtype[dtype]
+    loaded: dict[tuple[str, str], Any] = {}
+    for name, (_, dtype, _, linear) in VARIANTS.items():
+        if (dtype, linear) not in loaded:
+            loaded[dtype, linear] = HFEngine(resolve_model("smollm2-135m"), dtype=dtype, linear=linear)
+        out[name] = loaded[dtype, linear]
     return out
+
+
+def use(engine: Any, name: str) -> None:
+    """The variant's threads and attention implementation on its engine."""
+    import torch
+
+    from kvgate.engines.hf import onednn_attention
+
+    attention, _, threads, _ = VARIANTS[name]
+    torch.set_num_threads(threads)
+    engine.model.set_attn_implementation(onednn_attention.register() if attention == "onednn" else attention)
 
 
 def prefill_cpu(engine: Any, name: str, ids: Any) -> float:
@@ -52,9 +68,7 @@ def prefill_cpu(engine: Any, name: str, ids: Any) -> float:
 
     from kvgate.engines.hf.forward import forward_at
 
-    attention, _, threads = VARIANTS[name]
-    torch.set_num_threads(threads)
-    engine.model.set_attn_implementation(attention)
+    use(engine, name)
     with torch.inference_mode():
         cache = DynamicCache(config=engine.model.config)
         start = time.process_time()
@@ -63,14 +77,10 @@ def prefill_cpu(engine: Any, name: str, ids: Any) -> float:
 
 
 def answer(engine: Any, name: str, case: Any) -> tuple[int, ...]:
-    import torch
-
     from kvgate.engines.base import ArmSetup
     from kvgate.treatments.spec import Full
 
-    attention, _, threads = VARIANTS[name]
-    torch.set_num_threads(threads)
-    engine.model.set_attn_implementation(attention)
+    use(engine, name)
     session = engine.open(ArmSetup("full", 0, Full("full"), f"bench:{name}"))
     (generation,) = session.generate([case])
     session.close()

@@ -79,7 +79,7 @@ ENGINES: Registry[EngineInfo] = Registry(
             ("torch", "transformers"),
             "pip install -e '.[hf]' (or `make demo`)",
             loads_weights=True,
-            options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s", "linear"),
+            options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s", "linear", "attention"),
             proof=(
                 ("quantize", "n_kv_quantized, kv_dtype, kv_bytes"),
                 ("eviction", "n_kv_entries_kept"),

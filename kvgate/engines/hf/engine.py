@@ -29,6 +29,7 @@ import torch
 
 from kvgate.engines.base import ArmSetup, Generation
 from kvgate.engines.case_timeout import check_timeout
+from kvgate.engines.hf import onednn_attention
 from kvgate.engines.hf.batching import length_batches
 from kvgate.engines.hf.cache_hooks import (
     CacheHook,
@@ -59,6 +60,8 @@ from kvgate.workload.case import Case
 DTYPES = ("float32", "bfloat16", "float16")
 LINEARS = ("torch", "onednn")
 """The decoder's projections: torch's nn.Linear (MKL on CPU), or oneDNN, weights packed (onednn_linear)."""
+ATTENTIONS = ("sdpa", "onednn")
+"""Prefill attention: torch's SDPA, or blocks of oneDNN products (onednn_attention); decode is SDPA's."""
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of the prefix cache and of the span store, each (LRU beyond it)."""
@@ -99,12 +102,14 @@ class HFEngine:
         threads: int | None = None,
         timeout_s: float | None = None,
         linear: str = "torch",
+        attention: str = "sdpa",
     ) -> None:
         """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
         reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's),
         timeout_s (a case still decoding after it is stored as a timeout), linear (torch | onednn: the
         decoder's projections through oneDNN with packed weights, float32 on CPU; not bit-identical to
-        torch's, so not the default: onednn_linear)."""
+        torch's, so not the default: onednn_linear), attention (sdpa | onednn: the causal prefill as
+        blocks of oneDNN products, float32 on CPU: onednn_attention)."""
         hide_triton_without_gpu()  # before transformers loads torch._dynamo (triton_guard)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -116,6 +121,14 @@ class HFEngine:
             raise BadInput(
                 "hf engine: linear=onednn packs float32 weights for the CPU (and needs torch built with "
                 "oneDNN): use it with device=cpu and dtype=float32, or leave linear at torch"
+            )
+        if attention not in ATTENTIONS:
+            raise BadInput(f"hf engine: attention must be one of {', '.join(ATTENTIONS)}, got {attention!r}")
+        cpu_float32 = device == "cpu" and dtype == "float32"
+        if attention == "onednn" and not (cpu_float32 and onednn_attention.available()):
+            raise BadInput(
+                "hf engine: attention=onednn computes float32 prefill attention on the CPU (and needs torch "
+                "built with oneDNN): use it with device=cpu and dtype=float32, or leave attention at sdpa"
             )
         if not isinstance(reuse_cache_bytes, int) or reuse_cache_bytes < 0:
             raise BadInput(f"hf engine: reuse_cache_bytes must be an integer ≥ 0, got {reuse_cache_bytes!r}")
@@ -137,6 +150,8 @@ class HFEngine:
         self.linear = linear
         if linear == "onednn":
             pack_linears(self.model)
+        if attention == "onednn":  # the fingerprint's attn_implementation names it
+            self.model.set_attn_implementation(onednn_attention.register())
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
         self.prefix_cache = PrefixCache(reuse_cache_bytes)
