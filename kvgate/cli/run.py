@@ -249,7 +249,8 @@ def _announce(log: EngineLog, silent: bool, run_dir: Path) -> None:
 
 
 def _notice(log: EngineLog, line: str) -> None:
-    """A choice kvgate made for the user (the default workload), on stderr whatever the flags."""
+    """A choice kvgate made for the user (the default workload), or a warning, on stderr whatever the
+    flags."""
     print(f"kvgate: {line}", file=log.terminal)
 
 

@@ -36,6 +36,7 @@ from kvgate.runner.case_keys import cluster_key
 from kvgate.runner.context import Executor, NoProgress, Progress, RunContext
 from kvgate.runner.policy_slices import check_policy_slices
 from kvgate.runner.run import check_applicable, open_run, refuse_if_changed
+from kvgate.runner.shared_prefix_reuse import shared_prefix_reuse_warning
 from kvgate.runner.tokenizer_match import check_tokenizer
 from kvgate.treatments.matrix import (
     DEFAULT_MATRIX,
@@ -190,7 +191,8 @@ def run_job(
     """Run (or resume) the matrix on `executor`; returns the run directory. A policy with
     `sequential = true` generates look by look (`runner.sequential`). `announce(run_dir)` is called
     once the run directory is open, before any generation; `notice(line)` with what the user did not
-    choose (the default workload)."""
+    choose (the default workload) or should know (a reuse arm over shared prefixes counted as many
+    clusters: `shared_prefix_reuse`)."""
     if opts.run_dir is not None and opts.resume is not None:
         raise BadInput("--run-dir names a new run; --resume continues one: give one of them")
     for option, value in (("--engine", opts.engine), ("--model", opts.model), ("--matrix", opts.matrix)):
@@ -273,6 +275,9 @@ def run_job(
     if engine_info(inputs.engine).loads_weights:
         check_model_folder(inputs.model)
     check_tokenizer(workload_path, workload.meta, inputs.engine, inputs.model)
+    warning = shared_prefix_reuse_warning(inputs.matrix, cases, inputs.policy)
+    if warning is not None and notice is not None:
+        notice(f"warning: {warning}")
     engine = executor.create_engine(inputs.engine, inputs.model, inputs.engine_options)
     try:
         check_applicable(engine, inputs.matrix)
