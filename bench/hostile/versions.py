@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from hostile.case import ANY, REFUSED, Case
 from hostile.run_dirs import RUN_COMMANDS
 from hostile.sandbox import copy, set_in_manifest
+
+
+def manifest_set(run: Path, command: str, label: str, key: str, value: Any, expect: set[int]) -> Case:
+    """The run copied, its manifest's `key` set to `value`, read by `command` (of RUN_COMMANDS)."""
+    argv, allow = RUN_COMMANDS[command]
+    prep = [copy(run, "run"), set_in_manifest(key, value)]
+    return Case("version", f"{label} via {command}", argv, prep, expect, allow=allow)
 
 
 def version_class(base: Path) -> Iterator[Case]:
@@ -16,16 +24,8 @@ def version_class(base: Path) -> Iterator[Case]:
     versions = ["0.0.1", "0.1.1", "1.0.0", "99.0.0", "0.1.0.dev0", "", "x" * 300, "0.1.0\n", "0.1.0+evil"]
     for command, (argv, allow) in RUN_COMMANDS.items():
         for v in versions:
-            prep = set_in_manifest("kvgate_version", v)
             expect = ANY if command in ("runs", "report", "report json -o", "view") else REFUSED
-            yield Case(
-                "version",
-                f"kvgate_version {v[:12]!r} via {command}",
-                argv,
-                [copy(run, "run"), prep],
-                expect,
-                allow=allow,
-            )
+            yield manifest_set(run, command, f"kvgate_version {v[:12]!r}", "kvgate_version", v, expect)
         for folder in sorted((base / "versions").iterdir()):
             expect = ANY if command == "runs" else REFUSED
             if (
@@ -37,12 +37,4 @@ def version_class(base: Path) -> Iterator[Case]:
                 "version", f"{folder.name} via {command}", argv, [copy(folder, "run")], expect, allow=allow
             )
         for key, value in [("schema_version", 99), ("result_schema_version", 99), ("format", "v99")]:
-            prep = set_in_manifest(key, value)
-            yield Case(
-                "version",
-                f"manifest {key}={value} via {command}",
-                argv,
-                [copy(run, "run"), prep],
-                ANY,
-                allow=allow,
-            )
+            yield manifest_set(run, command, f"manifest {key}={value}", key, value, ANY)
