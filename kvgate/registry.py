@@ -1,6 +1,7 @@
 """The one idiom of kvgate's plug-in tables (engines, eviction methods, validators, generators, server
-flavours, report formats): a `Registry` whose keys are the only place each name is stated, with "did
-you mean" on unknown names, and "module:attr" paths imported only when a name is first asked for."""
+flavours, report formats, executors): a `Registry` whose keys are the only place each name is stated,
+with "did you mean" on unknown names, and "module:attr" paths imported only when a name is first asked
+for."""
 
 from __future__ import annotations
 
@@ -54,6 +55,15 @@ class Registry(Mapping[str, T]):
         if name not in self:
             return default
         return self[name]
+
+    def name_of(self, path: str, field: str = "factory") -> str:
+        """The one name whose lazy path, or whose record's `field`, is the "module:attr" `path`: how a
+        plug-in class reads its own name from its table instead of restating it
+        (`name = TABLE.name_of(f"{__module__}:{__qualname__}")` in its body)."""
+        (name,) = [n for n, p in self._lazy.items() if p == path] + [
+            n for n, item in self._items.items() if getattr(item, field, None) == path
+        ]
+        return name
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([*self._lazy, *self._items]))

@@ -3,8 +3,9 @@ module's syntax tree (`ast`) looks for the two ways a name gets stated again:
 
 - a list of a kind's names: a dict's keys, a tuple, list or set, or a `Literal[...]`, holding two or more
   names of one kind (a second truth that can drift from the table);
-- a plug-in restating its own key: a class-level `name = "<key>"` (an engine class reads its key from the
-  table: `name = registered_name(__module__, __qualname__)`).
+- a plug-in restating its own key: a class-level `name = "<key>"` (an engine or executor class reads its
+  key from the table: `name = registered_name(__module__, __qualname__)`,
+  `name = EXECUTORS.name_of(f"{__module__}:{__qualname__}")`).
 
 A single name used as a value (a spec's default, a check on one method, a generator naming its
 validator) is a reference, not a statement, and docstrings never count. The tables' "module:attr"
@@ -25,7 +26,8 @@ import pytest
 from kvgate.engines.registry import ENGINES
 from kvgate.engines.server.flavours.registry import FLAVOURS
 from kvgate.errors import BadInput
-from kvgate.registry import Registry
+from kvgate.executors.registry import EXECUTORS
+from kvgate.registry import Registry, load
 from kvgate.report.render.formats import FORMATS
 from kvgate.treatments.eviction_methods import EVICTION_METHODS, EvictionMethodName
 from kvgate.treatments.spec import EVICTION_METHOD_NAMES, Eviction, field_choices
@@ -40,6 +42,7 @@ TABLES: dict[str, tuple[Registry[object], str]] = {
     "generator": (GENERATORS, "kvgate/workload/generators/base.py"),
     "server flavour": (FLAVOURS, "kvgate/engines/server/flavours/registry.py"),
     "report format": (FORMATS, "kvgate/report/render/formats.py"),
+    "executor": (EXECUTORS, "kvgate/executors/registry.py"),
 }
 """Each plug-in kind → its table and the module that states it."""
 
@@ -91,14 +94,18 @@ def test_each_plugin_name_is_stated_once_in_its_table() -> None:
 
 
 def test_the_walk_finds_a_restated_list_and_a_restated_name() -> None:
-    """The check can fail: a Literal of two method names, and a validator class naming itself."""
+    """The check can fail: a Literal of two method names, a validator class naming itself, the CLI's
+    choice of executors written out and an executor class naming itself."""
     planted = ast.parse(
         'Method = Literal["snapkv", "h2o"]\nBUDGETED = ("adakv", "pyramidkv")\n'
         'class Exact:\n    name: str = "exact"\n'
+        'option = click.Choice(["local", "ray"])\nclass LocalExecutor:\n    name = "local"\n'
     )
     methods = set(EVICTION_METHODS)
     assert sorted(line for line, _ in lists_of_names(planted, methods)) == [1, 2]
     assert list(own_names(planted, set(VALIDATORS))) == [(4, "exact")]
+    assert list(lists_of_names(planted, set(EXECUTORS))) == [(5, ["local", "ray"])]
+    assert list(own_names(planted, set(EXECUTORS))) == [(7, "local")]
 
 
 def test_the_method_literal_is_read_from_the_table() -> None:
@@ -114,6 +121,18 @@ def test_a_table_reads_like_a_dict_and_refuses_an_unknown_name_with_a_hint() -> 
     assert FLAVOURS["sglang"].name == "sglang" and list(FLAVOURS) == FLAVOURS.names()
     with pytest.raises(BadInput, match="unknown server flavour 'sglan'; did you mean 'sglang'"):
         FLAVOURS["sglan"]
+
+
+def test_an_executor_reads_its_name_from_the_table() -> None:
+    """Each executor class's `name` is its key (`Registry.name_of`), and the table refuses a misspelt one."""
+    from kvgate.executors.registry import executor_for
+
+    assert [load(EXECUTORS[n].factory).name for n in EXECUTORS] == ["local", "ray"]
+    assert executor_for("local").name == "local"
+    with pytest.raises(BadInput, match="unknown executor 'rya'; did you mean 'ray'"):
+        executor_for("rya")
+    with pytest.raises(BadInput, match=r"^--ray-address and --ray-workers need --executor ray$"):
+        executor_for("local", workers=2)
 
 
 def defines(path: Path, attr: str) -> bool:
@@ -138,6 +157,7 @@ def test_every_module_path_names_what_it_loads() -> None:
         and re.fullmatch(r"kvgate(\.\w+)+:\w+", node.value)
     }  # fmt: skip
     records = {e.factory for e in ENGINES.values()} | {m.method for m in EVICTION_METHODS.values()}
+    records |= {e.factory for e in EXECUTORS.values()}
     assert records | {f.renderer for f in FORMATS.values()} <= paths
     wrong = []
     for text in sorted(paths):

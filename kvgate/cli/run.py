@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kvgate.cli.options import MODEL_TAKES, parse_engine_options
+from kvgate.executors.registry import DEFAULT_EXECUTOR, EXECUTORS
 
 if TYPE_CHECKING:
     from kvgate.cli.engine_log import EngineLog
@@ -97,7 +98,7 @@ def stdout_to_stderr() -> Iterator[None]:
     help="ARM=URL of a deployed OpenAI-compatible server (repeatable, *=URL for all); means --engine server.",
 )  # fmt: skip
 @click.option(
-    "--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+    "--executor", type=click.Choice(EXECUTORS.names()), default=DEFAULT_EXECUTOR, show_default=True,
     help="Where rows are generated: this process, or the workers of a Ray cluster (docs/ray.md).",
 )  # fmt: skip
 @click.option(
@@ -147,7 +148,7 @@ def run(
     from kvgate.cli.policy_flags import declared_policy
     from kvgate.engines.server.endpoints import with_endpoints
     from kvgate.errors import BadInput
-    from kvgate.executors import executor_for
+    from kvgate.executors.registry import executor_for
     from kvgate.runner.job import RunOptions
 
     if resume is None:  # a resumed run takes its engine and model from its manifest, never the environment

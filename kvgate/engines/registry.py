@@ -183,9 +183,7 @@ ENGINES: Registry[EngineInfo] = Registry(
 def registered_name(module: str, qualname: str) -> str:
     """The table's key for the engine class `module:qualname`, so an engine class never restates its
     name: `name = registered_name(__module__, __qualname__)` in its body."""
-    path = f"{module}:{qualname}"
-    (name,) = [n for n in ENGINES if ENGINES[n].factory == path]
-    return name
+    return ENGINES.name_of(f"{module}:{qualname}")
 
 
 def engine_info(name: str) -> EngineInfo:

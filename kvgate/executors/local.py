@@ -8,6 +8,7 @@ from typing import Any
 
 from kvgate.engines.base import Engine
 from kvgate.engines.registry import create_engine
+from kvgate.executors.registry import EXECUTORS
 from kvgate.models import ModelSpec
 from kvgate.rundir.hardware import record_unit, this_machine
 from kvgate.rundir.manifest import write_manifest
@@ -18,7 +19,7 @@ from kvgate.runner.run import execute
 class LocalExecutor:
     """One engine in this process; every arm's rows are generated on this machine."""
 
-    name = "local"
+    name = EXECUTORS.name_of(f"{__module__}:{__qualname__}")
 
     def create_engine(self, name: str, model: ModelSpec, options: dict[str, Any]) -> Engine:
         return create_engine(name, model, **options)
@@ -28,8 +29,8 @@ class LocalExecutor:
         is refused here), then generate with `driver` (default: `execute`). The manifest is written only
         when that changes it: a resumed run with nothing to do changes no file."""
         machine = this_machine(ctx.engine.fingerprint())
-        changed = ctx.manifest.get("executor") != {"kind": "local"}
-        ctx.manifest["executor"] = {"kind": "local"}
+        changed = ctx.manifest.get("executor") != {"kind": self.name}
+        ctx.manifest["executor"] = {"kind": self.name}
         for arm in ctx.manifest["arms"]:
             changed |= record_unit(ctx.manifest, arm, machine, units=0)
         if changed:

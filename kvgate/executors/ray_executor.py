@@ -19,6 +19,7 @@ from kvgate.errors import BadInput, EngineFailure, KvgateError
 from kvgate.executors.ray_cluster import Cluster
 from kvgate.executors.ray_dispatch import MAX_TRIES, Dispatcher
 from kvgate.executors.ray_pool import Worker, WorkerPool
+from kvgate.executors.registry import EXECUTORS
 from kvgate.executors.row_sink import RowSink
 from kvgate.executors.units import WorkUnit, plan_units
 from kvgate.models import ModelSpec
@@ -73,7 +74,7 @@ class RayExecutor:
     `cases_per_unit`: the size of a unit (default: about four units per worker and pass).
     """
 
-    name = "ray"
+    name = EXECUTORS.name_of(f"{__module__}:{__qualname__}")
 
     def __init__(
         self,
@@ -128,7 +129,7 @@ class RayExecutor:
     def describe(self, engine: RayEngine) -> dict[str, Any]:
         res = engine.pool.resources
         return {
-            "kind": "ray",
+            "kind": self.name,
             "address": engine.cluster.address,
             "workers": self.target_workers(engine.pool, engine.cluster.total()),
             "worker_resources": {"num_cpus": res.num_cpus, "num_gpus": res.num_gpus},

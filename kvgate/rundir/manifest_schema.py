@@ -57,7 +57,7 @@ EXECUTOR = {
     "type": "object",
     "required": ["kind"],
     "properties": {
-        "kind": {"enum": ["local", "ray"]},
+        "kind": NAME,  # an executor's name (kvgate.executors.registry)
         "address": {"type": ["string", "null"]},
         "workers": {"type": "integer", "minimum": 1},
         "max_tries": {"type": "integer", "minimum": 0},
