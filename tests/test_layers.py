@@ -15,6 +15,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kvgate"
 LAYERS: list[set[str]] = [
+    {"__main__"},
     {"cli", "analysis"},
     {"executors"},
     {"runner"},

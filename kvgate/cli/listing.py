@@ -5,6 +5,7 @@ shows three tables, an object of three such arrays)."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -31,13 +32,18 @@ def _emit(tables: list[Table], as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table as RichTable
 
+    from kvgate.cli.report import piped_width
+
+    # Cells are plain text (`of = [two or more …]` is no markup), folded rather than cut when narrow, and
+    # a pipe or a file gets the report's width (COLUMNS, else 120), not rich's 80.
+    console = Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else piped_width())
     for title, headers, rows in tables:
         table = RichTable(title=title, title_justify="left")
         for header in headers:
-            table.add_column(header)
+            table.add_column(header, overflow="fold")
         for row in rows:
             table.add_row(*row)
-        Console().print(table)
+        console.print(table)
 
 
 def headline(text: str) -> str:

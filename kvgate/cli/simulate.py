@@ -4,6 +4,7 @@ workload's slice structure (or on one slice of n cases)."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,10 @@ def _table(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=120)
+    from kvgate.cli.report import piped_width
+
+    # Plain text: `strata=[ctx_bucket]` and a workload's file name are no markup.
+    console = Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else piped_width())
     console.print(
         f"gate τ={gate.tau:g} rule={gate.rule} confidence={gate.confidence:g} "
         f"min_control_passes={gate.min_control_passes} signal_alpha={gate.signal_alpha:g} "
@@ -179,7 +183,7 @@ def _table(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -
     table = Table(box=box.SIMPLE_HEAD)
     for header in ("structure", "rule", "cases", "slices (gated)", "false accept @τ", "false fail @τ",
                    "false fail @τ/2", "power @2τ", "cases run @0/τ/2τ/4τ"):  # fmt: skip
-        table.add_column(header, justify="right")
+        table.add_column(header, justify="right", overflow="fold")
     for label, rule, s, r in results:
         cells = [f"{v:.2%} ± {r.standard_error(v):.2%}" for v in (r.false_accept, r.false_fail,
                  r.false_fail_half, r.power)]  # fmt: skip

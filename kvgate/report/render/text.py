@@ -203,16 +203,31 @@ def shown_slices(arm: Arm) -> list[Slice]:
     return [s for s in arm.slices if s.gated or not repeats & set(s.slice.split("/"))]
 
 
+def left_out_line(arm: Arm) -> str | None:
+    """What the table leaves out (`shown_slices`), named by the single-valued slices it repeats: a gated
+    one stays in the table and is not named, though slices nested with it may be left out."""
+    shown = {s.slice for s in shown_slices(arm)}
+    repeats = single_valued(arm)
+    left = [r for r in repeats if r not in shown]
+    nested = [s.slice for s in arm.slices if s.slice not in shown and s.slice not in left]
+    if not left and not nested:
+        return None
+    if not nested:
+        named = ", ".join(left)
+    elif left:
+        named = f"{', '.join(left)} and the slices nested with them"
+    else:
+        named = f"the slices nested with {', '.join(repeats)}"
+    return f"not in the table: {named} (every case has that value, so each repeats another row)"
+
+
 def arm_details(arm: Arm) -> list[str]:
     """Short lines under an arm's table: the gated family, errors, re-runs, confidence, divergence,
     attribution."""
     lines = [family_line(arm)]
-    repeats = single_valued(arm)
-    if repeats:
-        lines.append(
-            f"not in the table: {', '.join(repeats)} and the slices nested with them "
-            "(every case has that value, so each repeats another row)"
-        )
+    left_out = left_out_line(arm)
+    if left_out:
+        lines.append(left_out)
     if arm.sequential is not None:
         lines.append(sequential_line(arm.sequential))
     if arm.engine_errors or arm.missing_pairs:
