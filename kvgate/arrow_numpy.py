@@ -27,17 +27,17 @@ def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
 
 def to_numpy(column: pa.Array | pa.ChunkedArray, fill: Any, dtype: Any) -> np.ndarray:
     """A boolean or fixed-width numeric column as a numpy array of `dtype`, nulls replaced by `fill`."""
+    if not (pa.types.is_boolean(column.type) or column.type in _NUMPY):
+        raise TypeError(f"no direct numpy view of Arrow type {column.type}")
+    if len(column) == 0 or column.null_count == len(column):
+        return np.full(len(column), fill, dtype=dtype)  # nothing to read (all null: a column stored later)
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     n, offset = len(array), array.offset
-    if n == 0:
-        return np.zeros(0, dtype=dtype)
     validity, data = array.buffers()[:2]
     if pa.types.is_boolean(array.type):
         values = _bits(data, offset, n)
-    elif array.type in _NUMPY:
-        values = np.frombuffer(data, dtype=_NUMPY[array.type])[offset : offset + n]
     else:
-        raise TypeError(f"no direct numpy view of Arrow type {array.type}")
+        values = np.frombuffer(data, dtype=_NUMPY[array.type])[offset : offset + n]
     if array.null_count == 0 or validity is None:
         return values.astype(dtype, copy=True)
     return np.where(_bits(validity, offset, n), values, fill).astype(dtype)
@@ -60,3 +60,36 @@ def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     values = [str(v) for v in unified.chunk(0).dictionary.to_pylist()]
     indices = pa.chunked_array([chunk.indices for chunk in unified.chunks], type=unified.type.index_type)
     return to_numpy(indices, -1, np.int64), values
+
+
+class NumpyColumns:
+    """A table's boolean and fixed-width columns as numpy arrays, each converted once and shared
+    read-only: `get` returns the same array for the same column, fill and dtype, and for another fill
+    where the column holds no null (the fill never shows); `codes` memoises `dictionary_codes`."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self._arrays: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+        self._codes: dict[str, tuple[np.ndarray, list[str]]] = {}
+
+    def get(self, name: str, fill: Any, dtype: Any) -> np.ndarray:
+        """`to_numpy(table[name], fill, dtype)`, read-only."""
+        done = self._arrays.setdefault((name, np.dtype(dtype).str), {})
+        key = repr(fill)
+        if key not in done:
+            column = self.table[name]
+            if done and column.null_count == 0:
+                done[key] = next(iter(done.values()))
+            else:
+                done[key] = to_numpy(column, fill, dtype)
+                done[key].flags.writeable = False
+        return done[key]
+
+    def codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """`dictionary_codes(table[name])`, the codes read-only."""
+        if name not in self._codes:
+            codes, values = dictionary_codes(self.table[name])
+            codes.flags.writeable = False
+            self._codes[name] = codes, values
+        codes, values = self._codes[name]
+        return codes, list(values)

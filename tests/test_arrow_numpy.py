@@ -56,3 +56,28 @@ def test_to_numpy_is_the_plain_conversion(typ: pa.DataType) -> None:
 def test_a_column_without_a_numpy_view_is_refused() -> None:
     with pytest.raises(TypeError, match="no direct numpy view"):
         to_numpy(pa.chunked_array([pa.nulls(3, pa.string())]), None, object)
+
+
+def test_numpy_columns_convert_each_column_once() -> None:
+    """The same array for the same request and, where a column holds no null, for another fill; a column
+    with nulls is converted per fill; every array read-only."""
+    from kvgate.arrow_numpy import NumpyColumns
+
+    table = pa.table(
+        {
+            "full": pa.array([1, 2, 3], pa.int32()),
+            "gaps": pa.array([1, None, 3], pa.int32()),
+            "arm": pa.array(["b", "a", "b"]),
+        }
+    )
+    columns = NumpyColumns(table)
+    full = columns.get("full", 0, np.int64)
+    assert columns.get("full", 0, np.int64) is full and columns.get("full", -1, np.int64) is full
+    assert columns.get("full", -1, np.float64) is not full  # another dtype is another array
+    assert list(columns.get("gaps", 0, np.int64)) == [1, 0, 3]
+    assert list(columns.get("gaps", -1, np.int64)) == [1, -1, 3]
+    with pytest.raises(ValueError, match="read-only"):
+        full[0] = 9
+    codes, values = columns.codes("arm")
+    assert list(codes) == [0, 1, 0] and values == ["b", "a"]
+    assert columns.codes("arm")[0] is codes

@@ -188,7 +188,7 @@ def report_and_rows(
         broken={i.arm for i in isolation if not i.ok},
         clusters=clusters,
         cases=cases if evidence else None,
-        proofs=treatment_proofs(run_dir, manifest, rows.table),
+        proofs=treatment_proofs(run_dir, manifest, rows.columns),
     )
     candidates = manifest["matrix"]["candidates"]
     if policy.sequential:

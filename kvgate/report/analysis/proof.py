@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kvgate.arrow_numpy import dictionary_codes, to_numpy
+from kvgate.arrow_numpy import NumpyColumns
 from kvgate.rundir.result_part import PROOF_COLUMNS
 from kvgate.rundir.store import read_results
 from kvgate.treatments.spec import GGML_BLOCK_TYPES, VLLM_KV_DTYPES
@@ -85,16 +85,16 @@ class _Rows:
     spans: np.ndarray
 
     @staticmethod
-    def of(table: pa.Table) -> _Rows:
+    def of(columns: NumpyColumns) -> _Rows:
         def ints(name: str) -> np.ndarray:
-            return to_numpy(table[name], -1, np.int64)
+            return columns.get(name, -1, np.int64)
 
-        arm, arm_names = dictionary_codes(table["arm"])
-        dtype, dtype_names = dictionary_codes(table["kv_dtype"])
-        fail_kind, kinds = dictionary_codes(table["fail_kind"])
+        arm, arm_names = columns.codes("arm")
+        dtype, dtype_names = columns.codes("kv_dtype")
+        fail_kind, kinds = columns.codes("fail_kind")
         errors = [i for i, k in enumerate(kinds) if k in ("engine_error", "timeout")]
         return _Rows(
-            case_ids=table["case_id"],
+            case_ids=columns.table["case_id"],
             arm=arm,
             arm_names=arm_names,
             replicate=ints("replicate"),
@@ -125,12 +125,12 @@ class _Rows:
 
 
 def treatment_proofs(
-    run_dir: Path, manifest: dict[str, Any], table: pa.Table | None = None
+    run_dir: Path, manifest: dict[str, Any], columns: NumpyColumns | None = None
 ) -> dict[str, dict[str, Any]]:
     """Each candidate arm's proof (the report's `arms[].proof`), from every stored row of the run: the
-    READ columns of `table` where the report has read them already (analysis.run_data.RunRows), else
-    read from the run's parts."""
-    rows = _Rows.of(table.select(READ) if table is not None else read_results(run_dir, READ))
+    READ columns of `columns` where the report has read and converted them already
+    (analysis.run_data.RunRows), else read from the run's parts."""
+    rows = _Rows.of(columns if columns is not None else NumpyColumns(read_results(run_dir, READ)))
     control = rows.of_arm(manifest["matrix"]["control"]) & (rows.replicate == 0) & (rows.attempt == 0)
     baseline = rows.bytes_per_entry(control)
     questions = _question_starts(manifest, rows)

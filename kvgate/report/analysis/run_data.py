@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kvgate.arrow_numpy import dictionary_codes, int64_array, to_numpy
+from kvgate.arrow_numpy import NumpyColumns, int64_array, to_numpy
 from kvgate.errors import BadInput
 from kvgate.report.analysis.isolation import PassCounters
 from kvgate.report.analysis.row_texts import (
@@ -352,17 +352,19 @@ class RunRows:
         self.table = table
         """The columns read (None without rows), for the proof of treatment. Kept in its parts' chunks:
         a combined copy costs more (fresh pages) than combining each column as it is converted."""
-        if table is not None:
-            arm, arm_values = dictionary_codes(table["arm"])
+        self.columns = NumpyColumns(table) if table is not None else None
+        """`table`'s columns as numpy arrays, each converted once (the proof of treatment reads them too)."""
+        if self.columns is not None:
+            arm, arm_values = self.columns.codes("arm")
             unknown = sorted(set(arm_values) - set(arm_names))
             if unknown:
                 raise BadInput(
                     f"{run_dir}: result rows of arm {unknown[0]!r}, which the manifest does not name"
                 )
-            kinds, kind_values = dictionary_codes(table["fail_kind"])
+            kinds, kind_values = self.columns.codes("fail_kind")
             self.arm = np.array([arm_names.index(a) for a in arm_values] + [-1], dtype=np.int64)[arm]
             self.error = np.array([k == "engine_error" for k in kind_values] + [False])[kinds]
-            cols = {c: to_numpy(table[c], fill, dtype) for c, (fill, dtype) in NUMERIC.items()}
+            cols = {c: self.columns.get(c, fill, dtype) for c, (fill, dtype) in NUMERIC.items()}
         else:
             self.case, self.arm, self.error = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
             cols = {c: np.zeros(0, dtype) for c, (_, dtype) in NUMERIC.items()}
