@@ -3,7 +3,9 @@
 It writes, and never overwrites, `DIR/suite.toml` (a `[[trace]]` of the given file, its path relative
 to DIR), `DIR/matrix.toml` (the full-cache control and the default matrix's candidates the chosen engine
 can run, from the engine table) and `DIR/policy.toml` (the shipped default policy, headed by the trace's
-tasks as slices `critical` may name), then prints the freeze and run commands for them.
+tasks as slices `critical` may name), then prints the freeze and run commands for them. Records without
+an `expected` answer cannot be judged: the suite drops them (`skip_unlabelled = true`, said), and a trace
+with none is refused.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from kvgate.cli.options import MODEL_TAKES
 FILES = ("suite.toml", "matrix.toml", "policy.toml")
 
 
-def _trace_tasks(trace: Path) -> tuple[int, list[str]]:
-    """(records, their distinct tasks) of a trace, read and checked as `freeze` reads it (one reader:
-    `workload.traces`); BadInput naming the first bad line."""
+def _trace_tasks(trace: Path) -> tuple[int, int, list[str]]:
+    """(records, those without an expected answer, their distinct tasks) of a trace, read and checked as
+    `freeze` reads it (one reader: `workload.traces`); BadInput naming the first bad line, or saying that
+    no record has an answer to judge."""
     from kvgate.errors import BadInput
     from kvgate.workload.traces import normalise_messages, read_records
 
@@ -36,7 +39,18 @@ def _trace_tasks(trace: Path) -> tuple[int, list[str]]:
             raise BadInput(f"{where}: {exc}") from None
     if not records:
         raise BadInput(f"trace {trace} holds no records")
-    return len(records), sorted({str(record.get("task", "trace")) for _, _, record in records})
+    unlabelled = sum(1 for _, _, record in records if not _labelled(record))
+    if unlabelled == len(records):
+        raise BadInput(
+            f"trace {trace}: none of its {len(records)} records has an 'expected' answer, so no case could "
+            "be judged: add `expected` (or `expected_json`) to the records you gate on"
+        )
+    return len(records), unlabelled, sorted({str(record.get("task", "trace")) for _, _, record in records})
+
+
+def _labelled(record: dict[str, object]) -> bool:
+    """Whether trace import finds the record's answer (`workload.traces`: expected, else expected_json)."""
+    return record.get("expected") is not None or isinstance(record.get("expected_json"), str)
 
 
 @click.command()
@@ -59,7 +73,7 @@ def init(trace: Path, folder: Path, engine: str, model: str) -> None:
     from kvgate.treatments.matrix import DEFAULT_MATRIX, resolve_matrix
 
     engine_info(engine)
-    records, tasks = _trace_tasks(trace)
+    records, unlabelled, tasks = _trace_tasks(trace)
     taken = [name for name in FILES if os.path.lexists(folder / name)]  # a dangling link is taken too
     if taken:
         raise BadInput(f"{folder} already holds {', '.join(taken)}: edit them, or give another -o DIR")
@@ -74,7 +88,13 @@ def init(trace: Path, folder: Path, engine: str, model: str) -> None:
         f'# {records} recorded requests; docs/reference.md, "Suite TOML", lists what [[trace]] takes.\n'
         f'name = "{name}"\ndescription = "Requests recorded in {trace.name}"\n\n'
         f"[[trace]]\npath = {json.dumps(str(relative))}\n"
-        'validator = "substring_any"   # for records that name none (kvgate validators lists them)\n',
+        'validator = "substring_any"   # for records that name none (kvgate validators lists them)\n'
+        + (
+            f"skip_unlabelled = true   # {unlabelled} of the {records} records have no 'expected' answer: "
+            "freeze drops them\n"
+            if unlabelled
+            else ""
+        ),
         encoding="utf-8",
     )
     (folder / "matrix.toml").write_text(
@@ -92,6 +112,10 @@ def init(trace: Path, folder: Path, engine: str, model: str) -> None:
     workload = folder / "workload.parquet"
     tokens = "" if engine == "fake" else f" --model {model}"
     click.echo(f"wrote {', '.join(str(folder / name) for name in FILES)}")
+    if unlabelled:
+        click.echo(
+            f"note: {unlabelled} of the {records} records have no 'expected' answer; freeze drops them"
+        )
     click.echo(f"next: kvgate freeze {folder / 'suite.toml'}{tokens} -o {workload}")
     click.echo(
         f"      kvgate run --engine {engine}{tokens} -w {workload} -m {folder / 'matrix.toml'} "

@@ -1,6 +1,6 @@
 """What a new user met following the README in a fresh clone, each mended: `python -m kvgate`, listing
 and simulate tables that cut or swallowed text when piped, a report line naming a slice its table shows,
-and a README example the pre-run check refused."""
+a README example the pre-run check refused, and an init whose suite freeze refused."""
 
 from __future__ import annotations
 
