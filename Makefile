@@ -5,7 +5,8 @@
 #   make test-fast  the developer's quick tier: the tests that load no model and run no long Monte Carlo
 #   make schema regenerate reports/templates/report.schema.json from the report's models
 #   make llama-server  build llama.cpp's llama-server from llama-cpp-python's vendored source into the
-#               venv's bin (make setup does it once per pinned version; tools/build-llama-server.sh)
+#               venv's bin (make setup does it once per pinned version: python -m
+#               kvgate.engines.server.llama_server_build)
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 KVGATE  := $(VENV)/bin/kvgate
@@ -40,8 +41,8 @@ $(STAMP): pyproject.toml Makefile
 llama-server: $(LLAMA_SERVER_STAMP)
 
 # Order-only on the venv: a change to pyproject.toml re-runs pip, not this build.
-$(LLAMA_SERVER_STAMP): tools/build-llama-server.sh | $(STAMP)
-	tools/build-llama-server.sh $(VENV) $(LLAMA_CPP_VERSION) $(LLAMA_CPP_SDIST_SHA256)
+$(LLAMA_SERVER_STAMP): kvgate/engines/server/llama_server_build.py | $(STAMP)
+	$(PY) -m kvgate.engines.server.llama_server_build $(LLAMA_CPP_VERSION) $(LLAMA_CPP_SDIST_SHA256)
 	touch $(LLAMA_SERVER_STAMP)
 
 # Fails unless the gate passes: the smoke suite fails eviction by design, so make reports "Error 1".

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_make_demo_exits_with_the_gates_code(tmp_path: Path, code: int) -> None:
     stamp, llama = tmp_path / "setup-done", tmp_path / "llama-server-done"
     later = time.time() + 3600
-    for done in (stamp, llama):  # newer than pyproject.toml, the Makefile and tools/: no set-up runs
+    for done in (stamp, llama):  # newer than pyproject.toml, the Makefile and the build: no set-up runs
         done.touch()
         os.utime(done, (later, later))
     gate = tmp_path / "kvgate"

@@ -1,6 +1,6 @@
 """The llama-server flavour for real: llama.cpp's own server (built by `make setup` from the llama.cpp that
-llama-cpp-python vendors, tools/build-llama-server.sh) on the embedded model's own GGUF, a few short
-passkey cases per arm, one server per arm.
+llama-cpp-python vendors: kvgate/engines/server/llama_server_build.py) on the embedded model's own GGUF,
+a few short passkey cases per arm, one server per arm.
 
 Every claim is read back from the server: the cached prompt tokens from each answer's `timings.cache_n`
 and /metrics' `llamacpp:prompt_tokens_cached_total`, the KV types and bytes from the log line it printed
