@@ -186,5 +186,7 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Console entry point."""
-    cli()
+    """Console entry point: the process ends with its command (cli.one_shot.PROCESS tells the command)."""
+    from kvgate.cli.one_shot import PROCESS
+
+    cli(obj=PROCESS)

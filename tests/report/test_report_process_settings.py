@@ -1,7 +1,8 @@
 """`kvgate report` runs with one OpenBLAS thread (unless the user set OPENBLAS_NUM_THREADS) and without the
-cycle collector (no collection while its body runs), which is back on once the command returns
-(kvgate.cli.one_shot). The thread count is read from each OpenBLAS the process loaded (numpy's and
-scipy's), through its own getter."""
+cycle collector (no collection while its body runs), which is back on once the command returns; run by
+the console entry point, whose process ends with it, what is alive then is frozen (kvgate.cli.one_shot).
+The thread count is read from each OpenBLAS the process loaded (numpy's and scipy's), through its own
+getter."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ CHECK = """
 import ctypes, gc, json, sys
 from click.testing import CliRunner
 import kvgate.cli.findings, kvgate.cli.report
-from kvgate.cli import cli
+from kvgate.cli import cli, main
 seen = []  # (collector on, collections so far) as the command's body starts and as it ends
 
 
@@ -46,7 +47,15 @@ for path in sorted({line.split()[-1] for line in open("/proc/self/maps") if "ope
         if hasattr(lib, name):
             threads[path] = getattr(lib, name)()
             break
-print(json.dumps({"threads": threads, "body": seen, "collector_after": gc.isenabled()}))
+facts = {"threads": threads, "body": seen[:], "collector_after": gc.isenabled()}
+facts["frozen_in_process"] = gc.get_freeze_count()
+sys.argv = ["kvgate", "report", sys.argv[1], "--format", "json", "-o", "/dev/null"]
+try:
+    main()  # the console entry point: the process would end here
+except SystemExit as exit:
+    facts["exit"] = exit.code
+facts["frozen_as_process"] = gc.get_freeze_count()
+print(json.dumps(facts))
 """
 
 
@@ -67,12 +76,13 @@ LINUX_MULTICORE = sys.platform.startswith("linux") and (os.cpu_count() or 1) >= 
 @pytest.mark.skipif(not LINUX_MULTICORE, reason="Linux, 2+ cores")
 def test_report_runs_one_blas_thread_without_the_cycle_collector(fixed_run: Path) -> None:
     mine = report_process(fixed_run)
+    (on_at_start, start), (on_at_end, end) = mine["body"]  # type: ignore[misc]
+    assert not on_at_start and not on_at_end and end == start  # no collection in between
+    assert mine["collector_after"] is True and mine["frozen_in_process"] == 0
+    assert mine["exit"] == 1 and mine["frozen_as_process"] > 0  # type: ignore[operator]
     if not mine["threads"]:
         pytest.skip("no OpenBLAS with a thread-count getter loaded")
     assert set(mine["threads"].values()) == {1}  # type: ignore[union-attr]
-    (on_at_start, start), (on_at_end, end) = mine["body"]  # type: ignore[misc]
-    assert not on_at_start and not on_at_end and end == start  # no collection in between
-    assert mine["collector_after"] is True
 
 
 def test_a_users_thread_count_wins_and_a_loaded_numpy_is_left_alone() -> None:
