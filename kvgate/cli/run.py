@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kvgate.cli.options import MODEL_TAKES, parse_engine_options
+from kvgate.engines.registry import DEFAULT_ENGINE, ENGINES
 from kvgate.executors.registry import DEFAULT_EXECUTOR, EXECUTORS
 
 if TYPE_CHECKING:
@@ -58,7 +59,11 @@ def stdout_to_stderr() -> Iterator[None]:
 @click.option(
     "--arms", default=None, help="Run and gate only these candidates of the matrix (comma-separated)."
 )
-@click.option("--engine", default=None, help="hf | vllm | server | fake  [default: $KVGATE_ENGINE, else hf]")
+@click.option(
+    "--engine",
+    default=None,
+    help=f"{' | '.join(ENGINES.names())}  [default: $KVGATE_ENGINE, else {DEFAULT_ENGINE}]",
+)
 @click.option(
     "--model", default=None,
     help=f"The model: {MODEL_TAKES}.  [default: $KVGATE_MODEL, else smollm2-135m]",

@@ -68,3 +68,11 @@ def test_the_readmes_policy_flags_example_is_not_refused(tmp_path: Path) -> None
     runs = tmp_path / "runs"
     run = kvgate("run", "--engine", "fake", "-w", workload, *flags.split(), "-o", runs, "--quiet")
     assert run.exit_code in (0, 1, 3), run.output
+
+
+def test_run_help_names_every_engine() -> None:
+    """`kvgate run --help` listed hf, vllm, server and fake, not the llamacpp engine the README names."""
+    from kvgate.engines.registry import ENGINES
+
+    shown = " ".join(kvgate("run", "--help").output.split())
+    assert " | ".join(ENGINES.names()) in shown and "llamacpp" in shown
