@@ -4,7 +4,6 @@ workload's slice structure (or on one slice of n cases)."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -166,10 +165,8 @@ def _table(gate: Any, runs: int, seed: int, scenario: Any, results: list[Any]) -
     from rich.console import Console
     from rich.table import Table
 
-    from kvgate.cli.report import piped_width
-
     # Plain text: `strata=[ctx_bucket]` and a workload's file name are no markup.
-    console = Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else piped_width())
+    console = Console(width=120, markup=False, highlight=False)
     console.print(
         f"gate τ={gate.tau:g} rule={gate.rule} confidence={gate.confidence:g} "
         f"min_control_passes={gate.min_control_passes} signal_alpha={gate.signal_alpha:g} "
