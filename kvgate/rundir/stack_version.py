@@ -29,7 +29,7 @@ def record_stack_version(manifest: dict[str, Any], arm: str, answered: dict[str,
     if (recorded.get("stack"), recorded.get("version")) == (answered["stack"], answered["version"]):
         return False
     raise BadInput(
-        f"cannot continue run {run_dir}: its rows come from {described(recorded)}, but arm {arm!r}'s "
-        f"server is {described(answered)}; rows of two versions are not paired: serve every arm with "
+        f"cannot continue run {run_dir}: its rows come from {described(recorded)}, but the server of arm "
+        f"{arm!r} is {described(answered)}; rows of two versions are not paired: serve every arm with "
         f"{described(recorded)} to resume, or start a new run"
     )

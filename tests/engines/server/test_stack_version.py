@@ -139,4 +139,4 @@ def test_arms_on_servers_of_two_versions_are_refused(
         for server in servers:
             server.stop()
     assert code == 2, output
-    assert "its rows come from vLLM stub-1, but arm 'prefix-reuse''s server is vLLM stub-2" in output
+    assert "its rows come from vLLM stub-1, but the server of arm 'prefix-reuse' is vLLM stub-2" in output
