@@ -150,7 +150,8 @@ class HFEngine:
         self.linear = linear
         if linear == "onednn":
             pack_linears(self.model)
-        if attention == "onednn":  # the fingerprint's attn_implementation names it
+        self.attention = attention
+        if attention == "onednn":  # attn_implementation in the fingerprint names it too
             self.model.set_attn_implementation(onednn_attention.register())
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
@@ -203,6 +204,7 @@ class HFEngine:
             "machine": platform.machine(),
             **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}),
             **({"linear": self.linear} if self.linear != "torch" else {}),  # runs made before stay valid
+            **({"attention": self.attention} if self.attention != "sdpa" else {}),  # as linear
         }
 
     def open(self, setup: ArmSetup) -> HFSession:

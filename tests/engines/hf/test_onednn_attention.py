@@ -150,6 +150,7 @@ def test_onednn_attention_gives_the_defaults_tokens_on_the_embedded_model(model_
         default = shared_engine()
         onednn = HFEngine(resolve_model("smollm2-135m"), attention="onednn")
         assert onednn.fingerprint()["attn_implementation"] == onednn_attention.NAME
+        assert onednn.fingerprint()["attention"] == "onednn" and "attention" not in default.fingerprint()
         assert default.fingerprint()["attn_implementation"] == "sdpa"
         for arm in arms:
             want = [g.output_token_ids for g in run_arm(default, arm, cases)]

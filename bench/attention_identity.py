@@ -1,0 +1,113 @@
+"""`-E attention=onednn` against `attention=sdpa` on every shipped treatment the hf engine runs: same tokens?
+
+The condition for making the blocked oneDNN prefill attention the default is that no shipped arm's
+answers change. Two hf engines (attention=sdpa, attention=onednn; the same `--linear`, one thread each)
+run every catalog treatment the engine accepts (or those `--treatments` names) on `--cases` cases of a
+shipped suite spread evenly (frozen for the embedded model), one case at a time; the section lists, per
+treatment, whether every case's output tokens are the same, and each engine's CPU seconds for it
+(process time, the engines alternating which goes first).
+
+    .venv/bin/python bench/attention_identity.py [--quick] [--suite smoke|ruler] [--cases N]
+        [--treatments NAME,...] [--linear torch|onednn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import common
+from linear_identity import run_arm
+
+import kvgate.engines.hf  # noqa: F401  (OpenMP's passive waits, set before torch loads)
+
+MODEL = "smollm2-135m"
+ATTENTIONS = ("sdpa", "onednn")
+SECTIONS = {"smoke": "attention_identity", "ruler": "attention_identity_ruler"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="2 cases")
+    parser.add_argument("--suite", choices=sorted(SECTIONS), default="smoke", help="shipped suite (smoke)")
+    parser.add_argument("--cases", type=int, default=None, help="cases, spread evenly (default 4)")
+    parser.add_argument("--treatments", default=None, help="comma-separated catalog names (default: all)")
+    parser.add_argument(
+        "--linear", choices=("torch", "onednn"), default=None, help="both engines' (default: the engine's)"
+    )
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
+    args = parser.parse_args(argv)
+    n_cases = args.cases or (2 if args.quick else 4)
+    if n_cases < 1:
+        parser.error("--cases must be ≥ 1")
+    from workloads import freeze_for_model
+
+    from kvgate.engines.hf.engine import HFEngine
+    from kvgate.models import resolve_model
+    from kvgate.treatments.matrix import catalog_tables, parse_treatment
+    from kvgate.workload.schema import read_workload
+
+    load = common.load_average()
+    with tempfile.TemporaryDirectory(prefix="kvgate-bench-attention-") as tmp:
+        suite = common.REPO_ROOT / "suites" / f"{args.suite}.toml"
+        workload = freeze_for_model(suite, Path(tmp) / "w.parquet")
+        every = read_workload(workload).cases
+    cases = [every[int(i * len(every) / n_cases)] for i in range(min(n_cases, len(every)))]
+    linear = {"linear": args.linear} if args.linear else {}
+    engines = {a: HFEngine(resolve_model(MODEL), threads=1, attention=a, **linear) for a in ATTENTIONS}
+    linear_used = engines["sdpa"].linear
+    tables = catalog_tables()
+    chosen = list(tables) if args.treatments is None else args.treatments.split(",")
+    unknown = [n for n in chosen if n not in tables]
+    if unknown:
+        parser.error(f"--treatments: not in the catalog: {', '.join(unknown)}")
+    rows, data, refused = [], {}, []
+    for index, name in enumerate(chosen):
+        treatment = parse_treatment(name, tables, "catalog")
+        if engines["sdpa"].refusal(treatment) is not None:
+            refused.append(name)
+            continue
+        order = ATTENTIONS if index % 2 == 0 else ATTENTIONS[::-1]
+        outcome = {a: run_arm(engines[a], treatment, cases) for a in order}
+        pairs = zip(cases, outcome["sdpa"][0], outcome["onednn"][0], strict=True)
+        differ = [case.case_id for case, a, b in pairs if a != b]
+        cpu = {a: outcome[a][1] for a in ATTENTIONS}
+        data[name] = {"same_tokens": not differ, "cases_differ": differ, "cpu_s": cpu}
+        rows.append([name, str(not differ), f"{cpu['sdpa']:.2f}", f"{cpu['onednn']:.2f}",
+                     f"{cpu['onednn'] / cpu['sdpa']:.3f}×"])  # fmt: skip
+        print(name, not differ, {a: round(c, 2) for a, c in cpu.items()}, flush=True)
+    differing = [n for n, d in data.items() if not d["same_tokens"]]
+    ratios = [d["cpu_s"]["onednn"] / d["cpu_s"]["sdpa"] for d in data.values()]
+    lengths = ", ".join(str(len(c.prompt_token_ids or ())) for c in cases)
+    which, among = (
+        ("every shipped treatment", "every catalog treatment")
+        if args.treatments is None
+        else ("shipped treatments", "the treatments named that")
+    )
+    text = (
+        f"## `-E attention=onednn` against `attention=sdpa` on {which}, "
+        f"{args.suite} suite (hf, cpu, one thread)\n\n"
+        + common.provenance([common.PYTHON, __file__, *sys.argv[1:]], load)
+        + f"- {len(cases)} {args.suite} cases frozen for {MODEL} (prompt tokens {lengths}, up to "
+        f"{max(c.max_new_tokens for c in cases)} new tokens), one at a time; both engines `linear="
+        f"{linear_used}`; {among} the hf engine accepts ({len(data)}; refused: "
+        f"{', '.join(refused) or 'none'})\n"
+        f"- same output tokens on every treatment: {not differing}"
+        + (f" (differ: {', '.join(differing)})" if differing else "")
+        + f"; CPU onednn ÷ sdpa, median over treatments: {common.median(ratios):.3f}×\n\n"
+        + common.table(["treatment", "same tokens", "sdpa CPU s", "onednn CPU s", "onednn ÷ sdpa"], rows)
+        + "\n"
+    )
+    print(text)
+    if not args.no_write:
+        common.write_section(SECTIONS[args.suite], text, {"treatments": data, "refused": refused,
+                                                          "linear": linear_used})  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
