@@ -72,6 +72,7 @@ RESULT_SCHEMA_V2 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTI
 RESULT_SCHEMA_V1 = pa.schema([f for f in RESULT_SCHEMA_V3 if f.name not in CERTIFICATE_COLUMNS])
 SCHEMAS = {1: RESULT_SCHEMA_V1, 2: RESULT_SCHEMA_V2, 3: RESULT_SCHEMA_V3, 4: RESULT_SCHEMA}
 """Each version's columns, in the order it stores them."""
+NAMES = {version: frozenset(schema.names) for version, schema in SCHEMAS.items()}
 
 BytesCheck = Callable[[Path, bytes, "dict[bytes, bytes] | None", int], None]
 """Called with a part's path, its bytes, its metadata and its row count (from the footer) before its rows
@@ -108,7 +109,7 @@ def read_part(
             if check is not None:
                 check(path, data, metadata, part.metadata.num_rows)
             version = stored_version(schema, path, dictionary)
-            have = set(SCHEMAS[version].names)
+            have = NAMES[version]
             table = part.read(columns=[c for c in wanted if c in have], use_threads=False)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
         lines = str(exc).splitlines() or [type(exc).__name__]
@@ -118,15 +119,31 @@ def read_part(
     return upgrade(table, wanted).replace_schema_metadata(metadata)
 
 
+SEEN_SCHEMAS_MAX = 16
+_seen_schemas: list[tuple[pa.Schema, int | None, tuple[str, ...], int]] = []
+"""(schema as read, declared version, dictionary columns, its version): the parts of a run share a few
+schemas, so each part after the first is matched by one comparison instead of its fields rebuilt."""
+
+
 def stored_version(schema: pa.Schema, path: Path, dictionary: Sequence[str] = ()) -> int:
     """The version whose columns a part has: the one it declares (a part declaring none is read by its
     columns, as version 1 parts are); an unknown or newer declaration, or columns that are not that
     version's, is a BadInput, never read as another version."""
     declared = _declared_version(schema.metadata, path)
+    read_as = tuple(dictionary)
+    for seen, seen_declared, seen_read_as, version in _seen_schemas:
+        if (
+            seen_declared == declared
+            and seen_read_as == read_as
+            and schema.equals(seen, check_metadata=False)
+        ):
+            return version
     plain = pa.schema([f.with_type(f.type.value_type) if f.name in dictionary else f for f in schema])
     candidates = [declared] if declared is not None else list(SCHEMAS)
     for version in candidates:
         if plain.equals(SCHEMAS[version], check_metadata=False):
+            if len(_seen_schemas) < SEEN_SCHEMAS_MAX:
+                _seen_schemas.append((schema, declared, read_as, version))
             return version
     raise BadInput(f"result part {path} does not have the result schema (version {declared or 'any'})")
 
