@@ -159,26 +159,39 @@ class Evidence:
         return self._arms[name]
 
     @cached_property
-    def _workload(self) -> dict[str, pa.Array]:
-        """The workload's expected answers, messages and (where stored) source ids, in case order; read
-        on the first failure only (empty when the workload cannot be read)."""
+    def _workload(self) -> tuple[pa.Array, dict[str, pa.Array]]:
+        """The workload's case ids, and its expected answers, messages and (where stored) source ids, in
+        its row order; read on the first failure only (no columns when the workload cannot be read)."""
         if not self.workload_path:
-            return {}
+            return pa.array([], pa.string()), {}
         try:
             with pq.ParquetFile(self.workload_path) as workload:
                 columns = ["case_id", "expected", "messages"]
                 columns += [SOURCE_ID] if SOURCE_ID in workload.schema_arrow.names else []
                 table = workload.read(columns=columns)
         except (OSError, pa.ArrowException, KeyError):
-            return {}
-        index = pc.index_in(self.cases.case_ids, value_set=table["case_id"].combine_chunks())
-        return {name: table[name].combine_chunks().take(index) for name in columns[1:]}
+            return pa.array([], pa.string()), {}
+        return table["case_id"].combine_chunks(), {n: table[n].combine_chunks() for n in columns[1:]}
 
     def workload_column(self, name: str, where: np.ndarray) -> list[Any]:
         """The workload's `name` column ("expected", "messages", "source_id") at case positions `where`;
         None for each where the workload cannot be read or has no such column."""
-        column = self._workload.get(name)
-        return [None] * len(where) if column is None else column.take(int64_array(where)).to_pylist()
+        column = self._workload[1].get(name)
+        if column is None or not len(where):
+            return [None] * len(where)
+        return column.take(self._workload_rows(where)).to_pylist()
+
+    def _workload_rows(self, where: np.ndarray) -> pa.Array:
+        """The workload rows of the cases at `where`: the rows the run selected (CaseTable.workload_rows)
+        where the file's case ids there are the cases', else joined by case id (null where absent)."""
+        ids = self._workload[0]
+        wanted = self.cases.case_ids.take(int64_array(where))
+        rows = self.cases.workload_rows[where]
+        if int(rows.max()) < len(ids):
+            same = pc.equal(ids.take(int64_array(rows)), wanted)
+            if same.null_count == 0 and pc.all(same).as_py():
+                return int64_array(rows)
+        return pc.index_in(wanted, value_set=ids)
 
     def failures(self, control: str, candidate: str, mask: np.ndarray) -> list[dict[str, Any]]:
         """Every case in `mask` (cache-induced failures), in case order: what was expected, both answers,

@@ -73,6 +73,8 @@ class CaseTable:
     """column → (per-case code into the value list, −1 where null; the distinct values)."""
     clusters: np.ndarray
     """int64 per case: its prefix group's code, or a code of its own where it has none (a singleton)."""
+    workload_rows: np.ndarray
+    """int64 per case: its row in the workload file (the run's `--limit` selects a spread of them)."""
 
     @property
     def n(self) -> int:
@@ -142,8 +144,9 @@ def read_case_columns(parquet: pq.ParquetFile, meta: dict[str, Any], path: str) 
         raise BadInput(f"workload {path} lacks a column: {str(exc).splitlines()[0]}") from None
 
 
-def case_table(table: pa.Table, slice_columns: tuple[str, ...]) -> CaseTable:
-    """A CaseTable from the columns `read_case_columns` reads (in the order of the rows given)."""
+def case_table(table: pa.Table, slice_columns: tuple[str, ...], workload_rows: np.ndarray) -> CaseTable:
+    """A CaseTable from the columns `read_case_columns` reads (in the order of the rows given: the
+    workload's rows at `workload_rows`)."""
     labels = {}
     for col in slice_columns:
         encoded = pc.dictionary_encode(table[col].combine_chunks())
@@ -156,6 +159,7 @@ def case_table(table: pa.Table, slice_columns: tuple[str, ...]) -> CaseTable:
         slice_columns=slice_columns,
         labels=labels,
         clusters=cluster_codes(table["prefix_group"].combine_chunks()),
+        workload_rows=np.asarray(workload_rows, dtype=np.int64),
     )
 
 
@@ -169,7 +173,7 @@ def read_workload_cases(path: str) -> CaseTable:
     table = read_case_columns(parquet, meta, path)
     if table["case_id"].null_count:
         raise BadInput(f"workload {path} has a case without a case_id")
-    return case_table(table, tuple(meta.get("slice_columns", ())))
+    return case_table(table, tuple(meta.get("slice_columns", ())), np.arange(table.num_rows))
 
 
 def read_cases(manifest: dict[str, Any]) -> CaseTable:
@@ -197,7 +201,7 @@ def read_cases(manifest: dict[str, Any]) -> CaseTable:
     digest = hashlib.sha256(joined_lines(ids)).hexdigest()
     if digest != manifest.get("case_ids"):
         raise BadInput(f"workload {path}: the cases selected do not match run {manifest['run_id']}")
-    return case_table(table, tuple(meta.get("slice_columns", ())))
+    return case_table(table, tuple(meta.get("slice_columns", ())), positions)
 
 
 def cluster_codes(groups: pa.Array) -> np.ndarray:
