@@ -164,9 +164,11 @@ def report(
     (70 internal error, 130 interrupted); as for `kvgate run`, isolation the counters contradict is 4
     and a lossless arm that diverged under load fails the gate.
     """
-    from kvgate.cli.one_shot import PROCESS, single_blas_thread, without_cycle_collection
+    from kvgate.cli.one_shot import PROCESS, reuse_freed_memory, single_blas_thread, without_cycle_collection
 
-    single_blas_thread()  # first: before anything imports numpy
+    single_blas_thread()  # first: before anything imports numpy (or pyarrow)
+    if ctx.obj is PROCESS:
+        reuse_freed_memory()
     ctx.with_resource(without_cycle_collection(last_act=ctx.obj is PROCESS))
     from kvgate.cli.findings import exit_code_with_findings
     from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED
