@@ -194,12 +194,13 @@ def against_text(other: Path, before: list[common.ChildRun], after: list[common.
         ["peak RSS MiB (max)", f"{max(c.peak_rss_mib for c in before):.0f}",
          f"{max(c.peak_rss_mib for c in after):.0f}", ""],
     ]  # fmt: skip
-    git_argv = ["git", "-C", str(other), "rev-parse", "--short", "HEAD"]
+    git_argv = ["git", "-C", str(other), "log", "-1", "--format=%h%n%s"]
     git = subprocess.run(git_argv, capture_output=True, text=True, check=False)
-    rev = git.stdout.strip() or str(other)
+    rev, _, subject = git.stdout.strip().partition("\n")
+    rev = rev or str(other)
     return (
-        f"\n\nSide by side with kvgate at {rev} (`--against`), the two alternating in each repetition; "
-        "their JSON reports byte-identical in every repetition:\n\n"
+        f"\n\nSide by side with kvgate at {rev}{f' ({subject})' if subject else ''} (`--against`), the two "
+        "alternating in each repetition; their JSON reports byte-identical in every repetition:\n\n"
         + common.table(["", f"before ({rev})", "this tree", "this ÷ before"], rows)
     )
 
