@@ -47,6 +47,10 @@ class EngineInfo:
     """kvgate's own `-E` names the engine takes (engines/options.py checks them before the import)."""
     takes_vllm_args: bool = False
     """Whether any `vllm.EngineArgs` field passes through its `-E` too."""
+    resumed_as: tuple[tuple[str, str], ...] = ()
+    """Options whose default changed: (name, the value a fingerprint without that key was made with). A
+    resumed run is made with the value its stored fingerprint records (or that one) unless `-E` names
+    the option, so it never resumes on another default (runner/job.py: resume_engine_options)."""
     reuse_modes: tuple[str, ...] = REUSE_MODES
     """The reuse modes the engine applies (capability.py refuses the others before the engine loads)."""
     offload_tiers: tuple[str, ...] = TIERS
@@ -80,6 +84,7 @@ ENGINES: Registry[EngineInfo] = Registry(
             "pip install -e '.[hf]' (or `make demo`)",
             loads_weights=True,
             options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s", "linear", "attention"),
+            resumed_as=(("linear", "torch"),),
             proof=(
                 ("quantize", "n_kv_quantized, kv_dtype, kv_bytes"),
                 ("eviction", "n_kv_entries_kept"),

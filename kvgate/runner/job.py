@@ -181,6 +181,18 @@ def claim_new_run_dir(run_dir: Path) -> None:
     raise BadInput(f"{run_dir} is not empty: a new run needs an empty or new directory")
 
 
+def resume_engine_options(inputs: Inputs, stored: dict[str, Any] | None) -> dict[str, Any]:
+    """The options the engine is made with: the run's `-E`, and when resuming, each option whose default
+    changed since (the engine table's `resumed_as`) as the stored fingerprint records it, so a run
+    resumes on the kernels it started with; the manifest keeps the `-E` given."""
+    options = dict(inputs.engine_options)
+    if stored is None or stored["engine"].get("engine") != inputs.engine:
+        return options
+    for name, before in engine_info(inputs.engine).resumed_as:
+        options.setdefault(name, stored["engine"].get(name, before))
+    return options
+
+
 def run_job(
     opts: RunOptions,
     executor: Executor,
@@ -278,7 +290,7 @@ def run_job(
     warning = shared_prefix_reuse_warning(inputs.matrix, cases, inputs.policy)
     if warning is not None and notice is not None:
         notice(f"warning: {warning}")
-    engine = executor.create_engine(inputs.engine, inputs.model, inputs.engine_options)
+    engine = executor.create_engine(inputs.engine, inputs.model, resume_engine_options(inputs, stored))
     try:
         check_applicable(engine, inputs.matrix)
         manifest = manifest_for(engine.fingerprint())

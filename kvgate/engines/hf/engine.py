@@ -45,7 +45,7 @@ from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.kv_formats.formats import bytes_per_value
 from kvgate.engines.hf.kv_formats.refused import kv_dtype_refusal
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
-from kvgate.engines.hf.onednn_linear import onednn_available, pack_linears
+from kvgate.engines.hf.onednn_linear import default_linear, onednn_available, pack_linears
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
@@ -59,7 +59,8 @@ from kvgate.workload.case import Case
 
 DTYPES = ("float32", "bfloat16", "float16")
 LINEARS = ("torch", "onednn")
-"""The decoder's projections: torch's nn.Linear (MKL on CPU), or oneDNN, weights packed (onednn_linear)."""
+"""The decoder's projections: torch's nn.Linear (MKL on CPU), or oneDNN, weights packed (onednn_linear);
+by default oneDNN for float32 on a CPU where torch has it (default_linear), else torch."""
 ATTENTIONS = ("sdpa", "onednn")
 """Prefill attention: torch's SDPA, or blocks of oneDNN products (onednn_attention); decode is SDPA's."""
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
@@ -101,21 +102,21 @@ class HFEngine:
         reuse_cache_bytes: int = REUSE_CACHE_BYTES,
         threads: int | None = None,
         timeout_s: float | None = None,
-        linear: str = "torch",
+        linear: str | None = None,
         attention: str = "sdpa",
     ) -> None:
         """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
         reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's),
         timeout_s (a case still decoding after it is stored as a timeout), linear (torch | onednn: the
-        decoder's projections through oneDNN with packed weights, float32 on CPU; not bit-identical to
-        torch's, so not the default: onednn_linear), attention (sdpa | onednn: the causal prefill as
+        decoder's projections through oneDNN with packed weights, float32 on CPU; default onednn where
+        that applies, else torch: onednn_linear), attention (sdpa | onednn: the causal prefill as
         blocks of oneDNN products, float32 on CPU: onednn_attention)."""
         hide_triton_without_gpu()  # before transformers loads torch._dynamo (triton_guard)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if dtype not in DTYPES:
             raise BadInput(f"hf engine: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-        if linear not in LINEARS:
+        if linear is not None and linear not in LINEARS:
             raise BadInput(f"hf engine: linear must be one of {', '.join(LINEARS)}, got {linear!r}")
         if linear == "onednn" and (device != "cpu" or dtype != "float32" or not onednn_available()):
             raise BadInput(
@@ -147,8 +148,8 @@ class HFEngine:
                 Any, AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
             )
         self.model.to(self.device).eval()
-        self.linear = linear
-        if linear == "onednn":
+        self.linear = linear or default_linear(device, dtype)
+        if self.linear == "onednn":
             pack_linears(self.model)
         self.attention = attention
         if attention == "onednn":  # attn_implementation in the fingerprint names it too
@@ -203,7 +204,9 @@ class HFEngine:
             "threads": torch.get_num_threads(),
             "machine": platform.machine(),
             **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}),
-            **({"linear": self.linear} if self.linear != "torch" else {}),  # runs made before stay valid
+            # Left out for torch's, which every run made before the field meant: such a run resumes
+            # with linear=torch (the engine table's resumed_as), never on the new default.
+            **({"linear": self.linear} if self.linear != "torch" else {}),
             **({"attention": self.attention} if self.attention != "sdpa" else {}),  # as linear
         }
 

@@ -6,12 +6,16 @@ weight reordered once into its blocked layout (`torch.ops.mkldnn._reorder_linear
 weight freezing does), reaches ≈220; a matrix-vector product (a decode step's [1, in] rows) streams the
 weights at ≈28 GB/s against MKL's ≈17 (bench/control_vs_vllm.py). Each decoder layer's `nn.Linear`, and
 the head, keeps its module and its hooks (the certificate and query capture hook q_proj and o_proj);
-only its forward changes, to `_linear_pointwise(x [.., in], packed [out, in]) → [.., out]`. The packed
-weights are copies (≈ the model's size again; a head tied to the embeddings stays tied for the lookup).
+only its forward changes, to `_linear_pointwise(x [.., in], packed [out, in]) → [.., out]`. The
+module's own weight is then freed (left as a meta tensor of its shape: reading its values fails
+loudly), so the model holds each projection once; a head tied to the embeddings keeps the weight the
+lookup reads, beside its packed copy (576 × 49,152 floats for the embedded model).
 
 The sums are the same products in another order, so logits differ from MKL's in the last bits (≈1e-4 on
-activations of magnitude 10) and a greedy choice between two near-equal tokens can differ: the option is
-off by default, and its tokens are compared with the default's in bench/control_vs_vllm.py.
+activations of magnitude 10) and a greedy choice between two near-equal tokens could differ. It is the
+hf engine's default where it applies (`default_linear`: float32 on a CPU, torch built with oneDNN) after
+giving the same tokens as torch's on every shipped treatment the engine runs, over the whole smoke suite
+and a ruler sample (bench/linear_identity.py, bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -30,22 +34,45 @@ def onednn_available() -> bool:
     )
 
 
+def default_linear(device: str, dtype: str) -> str:
+    """The hf engine's `linear` when none is given: "onednn" for float32 on a CPU where torch has it,
+    else "torch"."""
+    return "onednn" if device == "cpu" and dtype == "float32" and onednn_available() else "torch"
+
+
 def pack_linears(model: Any) -> int:
     """Route every float32 `nn.Linear` of the model's decoder layers, and its output head, through oneDNN
-    with a packed weight; returns how many. The module's own weight stays for whoever reads it."""
+    with a packed weight; returns how many. Each module's own weight is freed unless another module
+    shares it (tied embeddings)."""
     if not onednn_available():
         raise RuntimeError("this torch build has no oneDNN packed linear")
     modules = [*model.model.layers.modules(), model.get_output_embeddings()]
     chosen = [m for m in modules if isinstance(m, nn.Linear) and m.weight.dtype == torch.float32]
+    inputs = model.get_input_embeddings()
+    shared = {inputs.weight.data_ptr()} if inputs is not None else set()
     for module in chosen:
-        _pack(module)
+        _pack(module, free=module.weight.data_ptr() not in shared)
+    _copy_out_of_the_file(model)
     return len(chosen)
 
 
-def _pack(module: nn.Linear) -> None:
+def _copy_out_of_the_file(model: Any) -> None:
+    """Copy the parameters still held (embeddings, norms) into memory of their own. transformers maps
+    the safetensors file and its tensors are views of that mapping, which packing read whole: while one
+    tensor of the file lives, every page of it stays resident (≈ the model's size again on the embedded
+    model). Tied parameters stay tied (the tensor inside each Parameter is replaced, not the Parameter)."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.device.type != "meta":
+                parameter.data = parameter.data.clone()
+
+
+def _pack(module: nn.Linear, free: bool) -> None:
     with torch.no_grad():
         weight = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), None)
     bias = None if module.bias is None else module.bias.detach()
+    if free:
+        module.weight = nn.Parameter(torch.empty_like(module.weight, device="meta"), requires_grad=False)
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")

@@ -1,6 +1,7 @@
-"""`-E linear=onednn`: the decoder's projections through oneDNN with packed weights. Each module keeps
-its hooks, its outputs stay within float32 rounding of nn.Linear's, bad combinations are refused in one
-line, and on the embedded model the control's tokens match the default's."""
+"""`-E linear=onednn` (the default for float32 on CPU): the decoder's projections through oneDNN with
+packed weights. Each module keeps its hooks, its outputs stay within float32 rounding of nn.Linear's, its
+own weight is freed unless tied, bad combinations are refused in one line, and on the embedded model the
+default's tokens match linear=torch's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 from hf_engine_support import one_thread, passkey_cases, run_arm
 from torch import nn
 
-from kvgate.engines.hf.onednn_linear import onednn_available, pack_linears
+from kvgate.engines.hf.onednn_linear import default_linear, onednn_available, pack_linears
 from kvgate.errors import BadInput
 from kvgate.treatments.spec import Eviction, Full
 
@@ -31,16 +32,21 @@ class _Layer(nn.Module):
 
 
 class _Tiny(nn.Module):
-    """The shape pack_linears walks: model.layers and the output head."""
+    """The shape pack_linears walks: model.layers and the output head, tied to the input embeddings."""
 
     def __init__(self) -> None:
         super().__init__()
         self.model = nn.Module()
         self.model.layers = nn.ModuleList([_Layer(), _Layer()])
+        self.model.embed_tokens = nn.Embedding(8, 16)
         self.lm_head = nn.Linear(16, 8)
+        self.lm_head.weight = self.model.embed_tokens.weight
 
     def get_output_embeddings(self) -> nn.Module:
         return self.lm_head
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.embed_tokens
 
 
 def test_packed_projections_keep_their_hooks_and_values() -> None:
@@ -57,6 +63,14 @@ def test_packed_projections_keep_their_hooks_and_values() -> None:
     assert seen == [(2, 5, 32)]
     for a, b in zip(before, after, strict=True):
         assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5, rtol=1e-5)
+    assert all(layer.q_proj.weight.is_meta and layer.down.weight.is_meta for layer in tiny.model.layers)
+    assert tiny.lm_head.weight is tiny.model.embed_tokens.weight and not tiny.lm_head.weight.is_meta
+
+
+def test_onednn_is_the_default_for_float32_on_cpu_only() -> None:
+    assert default_linear("cpu", "float32") == "onednn"
+    assert default_linear("cpu", "bfloat16") == "torch"
+    assert default_linear("cuda", "float32") == "torch"
 
 
 @pytest.mark.parametrize(
@@ -71,7 +85,9 @@ def test_bad_linear_options_are_refused_before_loading(options: dict[str, Any], 
         HFEngine(resolve_model("smollm2-135m"), **options)
 
 
-def test_onednn_control_and_eviction_match_the_default_on_the_embedded_model(model_folder: Path) -> None:
+def test_the_default_control_and_eviction_match_linear_torch_on_the_embedded_model(
+    model_folder: Path,
+) -> None:
     from hf_engine_support import shared_engine
 
     from kvgate.engines.hf.engine import HFEngine
@@ -81,9 +97,12 @@ def test_onednn_control_and_eviction_match_the_default_on_the_embedded_model(mod
     arms = [Full("full"), Eviction("snapkv-50", method="snapkv", ratio=0.5, window=16)]
     with one_thread():
         default = shared_engine()
-        onednn = HFEngine(resolve_model("smollm2-135m"), linear="onednn")
-        assert onednn.fingerprint()["linear"] == "onednn"
+        plain = HFEngine(resolve_model("smollm2-135m"), linear="torch")
+        assert default.fingerprint()["linear"] == "onednn" and "linear" not in plain.fingerprint()
+        model = default.model
+        assert model.model.layers[0].self_attn.q_proj.weight.is_meta  # freed: the packed copy serves
+        assert model.lm_head.weight is model.model.embed_tokens.weight and not model.lm_head.weight.is_meta
         for arm in arms:
-            want = [g.output_token_ids for g in run_arm(default, arm, cases)]
-            got = [g.output_token_ids for g in run_arm(onednn, arm, cases)]
+            want = [g.output_token_ids for g in run_arm(plain, arm, cases)]
+            got = [g.output_token_ids for g in run_arm(default, arm, cases)]
             assert got == want and all(want), arm.name
