@@ -13,6 +13,7 @@ fail, else error, else inconclusive, else pass), and its exit code is what CI br
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -198,7 +199,7 @@ def report_and_rows(
         arms = [arm_report(name, ctx) for name in candidates]
     stress = stress_reports(run_dir, manifest)
     for arm in arms:
-        arm["stress"] = with_boundaries(stress.get(arm["arm"]), cases, rows.arm_rows(arm["arm"]))
+        arm["stress"] = with_boundaries(stress.get(arm["arm"]), cases, partial(rows.arm_rows, arm["arm"]))
     overall = combine(a["decision"] for a in arms)
     n_control = int(control.present.sum())
     passes = int((control.usable & control.passed).sum())
@@ -216,7 +217,7 @@ def report_and_rows(
             "passes": passes,
             "engine_errors": int((control.present & control.error).sum()),
             "pass_rate": ratio(passes, int(control.usable.sum())),
-            "stress": with_boundaries(stress.get(control_name), cases, control),
+            "stress": with_boundaries(stress.get(control_name), cases, lambda: control),
         },
         "noise_floor": noise_floor(control, replicate, policy.confidence),
         "isolation": isolation,

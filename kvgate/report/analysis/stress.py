@@ -13,6 +13,7 @@ Counts are the first pass's (replicate 0, attempt 0), summed over its sessions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +46,17 @@ def stress_reports(run_dir: Path, manifest: dict[str, Any]) -> dict[str, dict[st
     return out
 
 
-def with_boundaries(stress: dict[str, Any] | None, cases: CaseTable | None, rows: ArmRows) -> Any:
-    """`stress` with the arm's block-boundary cases counted (those of its rows present)."""
+def with_boundaries(
+    stress: dict[str, Any] | None, cases: CaseTable | None, rows: Callable[[], ArmRows]
+) -> Any:
+    """`stress` with the arm's block-boundary cases counted (those of its rows present); `rows` is asked
+    for only where the workload marks block edges (building an arm's rows scatters all of them)."""
     if stress is None or cases is None or EDGE_COLUMN not in cases.labels:
         return stress
     codes, values = cases.labels[EDGE_COLUMN]
+    present = rows().present
     counted = {}
     for edge in EDGES:
-        hit = codes == values.index(edge) if edge in values else np.zeros_like(rows.present)
-        counted[edge] = int(np.count_nonzero(hit & rows.present))
+        hit = codes == values.index(edge) if edge in values else np.zeros_like(present)
+        counted[edge] = int(np.count_nonzero(hit & present))
     return {**stress, "boundary_cases": counted}
