@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from pathlib import Path
 
 import common
-from linear_identity import run_arm
+from linear_identity import chosen_cases, run_arm
 
 import kvgate.engines.hf  # noqa: F401  (OpenMP's passive waits, set before torch loads)
 
@@ -44,19 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     n_cases = args.cases or (2 if args.quick else 4)
     if n_cases < 1:
         parser.error("--cases must be ≥ 1")
-    from workloads import freeze_for_model
-
     from kvgate.engines.hf.engine import HFEngine
     from kvgate.models import resolve_model
     from kvgate.treatments.matrix import catalog_tables, parse_treatment
-    from kvgate.workload.schema import read_workload
 
     load = common.load_average()
-    with tempfile.TemporaryDirectory(prefix="kvgate-bench-attention-") as tmp:
-        suite = common.REPO_ROOT / "suites" / f"{args.suite}.toml"
-        workload = freeze_for_model(suite, Path(tmp) / "w.parquet")
-        every = read_workload(workload).cases
-    cases = [every[int(i * len(every) / n_cases)] for i in range(min(n_cases, len(every)))]
+    cases = chosen_cases(args.suite, n_cases)
     linear = {"linear": args.linear} if args.linear else {}
     engines = {a: HFEngine(resolve_model(MODEL), threads=1, attention=a, **linear) for a in ATTENTIONS}
     linear_used = engines["sdpa"].linear
