@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         if engines["sdpa"].refusal(treatment) is not None:
             refused.append(name)
             continue
-        order = ATTENTIONS if index % 2 == 0 else ATTENTIONS[::-1]
+        order = common.rotated(ATTENTIONS, index)
         outcome = {a: run_arm(engines[a], treatment, cases) for a in order}
         pairs = zip(cases, outcome["sdpa"][0], outcome["onednn"][0], strict=True)
         differ = [case.case_id for case, a, b in pairs if a != b]

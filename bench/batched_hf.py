@@ -116,7 +116,7 @@ def measure(engine: Any, cases: list[Any], reps: int, sides: list[str] | None = 
     identical = True
     side(engine, cases[:2], 2, False)  # warm-up
     for rep in range(reps):
-        order = names[rep % len(names) :] + names[: rep % len(names)]
+        order = common.rotated(names, rep)
         outputs = {}
         for name in order:
             batch_size, dynamic = SIDES[name]

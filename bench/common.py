@@ -1,4 +1,5 @@
-"""Shared by the benchmarks: the machine, timing a child process (wall and peak RSS), and RESULTS.md.
+"""Shared by the benchmarks: the machine, timing a child process (wall and peak RSS), sides measured in
+alternated repetitions, and RESULTS.md.
 
 Every benchmark writes its section to `bench/results/<name>.json` ({"markdown", "data"}) and then
 re-renders `bench/RESULTS.md` from every section there, so a benchmark run alone (`--quick` or not)
@@ -18,11 +19,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -40,6 +41,8 @@ SECTION_ORDER = (
     "report_1m",
 )
 MIB = 1024 * 1024
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def now() -> str:
@@ -82,6 +85,24 @@ def machine() -> str:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def rotated(names: Sequence[T], rep: int) -> list[T]:
+    """`names` rotated left by `rep`: repetition `rep`'s order when sides alternate, so that each side runs
+    first in turn and none always runs after the same neighbour (a warm or a cold cache)."""
+    k = rep % len(names)
+    return [*names[k:], *names[:k]]
+
+
+def alternated(names: Sequence[str], reps: int, measure: Callable[[str, int], R]) -> dict[str, list[R]]:
+    """`measure(name, rep)` for every name in each of `reps` repetitions, the names in `rotated` order:
+    name → its `reps` results, in repetition order (side by side, so that a change of load between
+    repetitions falls on every side alike)."""
+    out: dict[str, list[R]] = {name: [] for name in names}
+    for rep in range(reps):
+        for name in rotated(names, rep):
+            out[name].append(measure(name, rep))
+    return out
 
 
 def command_line(argv: Sequence[str]) -> str:

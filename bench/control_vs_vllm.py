@@ -391,7 +391,7 @@ def measure(
     rates: list[dict[str, Any]] = []
     same = {name: [tokens[name] == tokens[first]] for name in names}
     for rep in range(reps):
-        order = names[rep % len(names) :] + names[: rep % len(names)]
+        order = common.rotated(names, rep)
         for what in ("generate", "prefill"):
             for name in order:
                 out = children[name].ask(what)

@@ -75,18 +75,15 @@ def first_generation(argv: list[str], env: dict[str, str], name: str) -> common.
 
 
 def measure(sides: dict[str, Path], workload: Path, matrix: Path, tmp: Path, repeat: int) -> dict:
-    names = list(sides)
-    cpu: dict[str, list[float]] = {n: [] for n in names}
-    wall: dict[str, list[float]] = {n: [] for n in names}
-    for rep in range(repeat + 1):  # the first is a warm-up (page cache)
-        order = names[rep % len(names) :] + names[: rep % len(names)]
-        for name in order:
-            argv, env = command(sides[name], workload, matrix, tmp / f"runs-{name}-{rep}")
-            run = first_generation(argv, env, name)
-            if rep:
-                cpu[name].append(run.cpu_s)
-                wall[name].append(run.wall_s)
-    return {"cpu_s": cpu, "wall_s": wall}
+    def run(name: str, rep: int) -> common.ChildRun:
+        argv, env = command(sides[name], workload, matrix, tmp / f"runs-{name}-{rep}")
+        return first_generation(argv, env, name)
+
+    runs = common.alternated(list(sides), repeat + 1, run)  # the first is a warm-up (page cache)
+    return {
+        "cpu_s": {name: [r.cpu_s for r in done[1:]] for name, done in runs.items()},
+        "wall_s": {name: [r.wall_s for r in done[1:]] for name, done in runs.items()},
+    }
 
 
 def imports(tree: Path, workload: Path, matrix: Path, tmp: Path) -> tuple[list[str], str]:

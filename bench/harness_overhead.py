@@ -209,7 +209,7 @@ def measure(
     try:
         sides.warm_up(root)
         for rep in range(sizes.reps):
-            order = names[rep % len(names) :] + names[: rep % len(names)]
+            order = common.rotated(names, rep)
             got: dict[str, list[list[int]]] = {}
             for side in order:
                 if side == KVGATE:

@@ -87,7 +87,7 @@ def compare(job: tuple[list[str], list[Any], int, Path | None, float]) -> dict[s
         if time.time() > deadline:
             break
         treatment = parse_treatment(name, tables, "catalog")
-        order = LINEARS if index % 2 == 0 else LINEARS[::-1]
+        order = common.rotated(LINEARS, index)
         outcome = {linear: run_arm(engines[linear], treatment, cases) for linear in order}
         tokens = {linear: outcome[linear][0] for linear in LINEARS}
         pairs = zip(cases, tokens["torch"], tokens["onednn"], strict=True)

@@ -115,10 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     names = list(VARIANTS)
     for name in names:  # warm-up
         prefill_cpu(by_name[name], name, ids)
-    cpu: dict[str, list[float]] = {n: [] for n in names}
-    for rep in range(args.reps):
-        for name in names[rep % len(names) :] + names[: rep % len(names)]:
-            cpu[name].append(prefill_cpu(by_name[name], name, ids))
+    cpu = common.alternated(names, args.reps, lambda name, _: prefill_cpu(by_name[name], name, ids))
     tokens = {name: answer(by_name[name], name, case) for name in names}
     rows = []
     for name in names:

@@ -42,6 +42,14 @@ def test_run_child_measures_its_own_child_and_kills_on_timeout() -> None:
     assert slow.timed_out and slow.returncode != 0 and slow.wall_s < 20
 
 
+def test_sides_alternate_each_first_in_turn() -> None:
+    calls: list[tuple[str, int]] = []
+    got = common.alternated(["a", "b", "c"], 4, lambda name, rep: calls.append((name, rep)) or f"{name}{rep}")
+    assert [n for n, _ in calls] == [*"abc", *"bca", *"cab", *"abc"]
+    assert got == {n: [f"{n}{r}" for r in range(4)] for n in "abc"}
+    assert common.rotated(("x", "y"), 1) == ["y", "x"] and common.rotated(["x", "y"], 2) == ["x", "y"]
+
+
 def test_sections_render_in_order_and_keep_the_others(results_dir: Path) -> None:
     common.write_section("startup", "## Start-up\n", {"x": 1})
     common.write_section("growth", "## Growth\n", {"y": 2})
