@@ -74,7 +74,7 @@ def side(engine: Any, cases: list[Any], batch_size: int, dynamic: bool) -> tuple
     setup = ArmSetup("full", 0, Full("full"), f"bench:{batch_size}:{dynamic}", batch_size=batch_size)
     session = engine.open(setup)
     if dynamic:
-        session._cache = lambda capacity, certified: DynamicCache(config=engine.model.config)
+        session._cache = lambda capacity: DynamicCache(config=engine.model.config)
     if engine.device.type == "cuda":
         torch.cuda.synchronize()
     run = ArmRun(setup.treatment, 0, 0, tuple(cases))
