@@ -1,6 +1,7 @@
 """The hf control's prefill under attention implementations, thread counts and dtypes, side by side.
 
-One smoke case's prompt (frozen for the embedded model) is prefilled through the engine's own forward
+The longest prompt of a shipped suite (`--suite`: smoke's 1,011 tokens, ruler's 4,096; frozen for the
+embedded model) is prefilled through the engine's own forward
 (`forward_at`, a fresh cache each time) under each variant; repetitions alternate the variants in a
 rotating order, and the figure per variant is the median of its CPU-second ratios to the control
 (sdpa, float32, one thread) measured back to back. `onednn` attention is kvgate's blocked prefill
@@ -9,7 +10,7 @@ onednn_linear). Each variant then decodes the case greedily for
 `--new` tokens: "same tokens" says whether its answer is the control's, token for token (the condition
 for changing a default). CPU seconds are the process's, so a second thread's work counts.
 
-    .venv/bin/python bench/prefill_variants.py [--quick] [--reps N] [--new N]
+    .venv/bin/python bench/prefill_variants.py [--quick] [--reps N] [--new N] [--suite smoke|ruler]
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ VARIANTS = {  # name → (attention implementation, dtype, torch threads, linear
     "onednn, float32, 1 thread, linear=onednn": ("onednn", "float32", 1, "onednn"),
 }
 CONTROL = next(iter(VARIANTS))
+SECTIONS = {"smoke": ("prefill_variants", ""), "ruler": ("prefill_variants_ruler", ", 4K tokens")}
+"""Suite → (results file, title's suffix)."""
 
 
 def engines() -> dict[str, Any]:
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2 repetitions")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--new", type=int, default=12)
+    parser.add_argument("--suite", choices=sorted(SECTIONS), default="smoke", help="shipped suite (smoke)")
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     args.reps = args.reps or (2 if args.quick else 5)
@@ -106,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     load = common.load_average()
     here = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory(prefix="kvgate-bench-prefill-") as tmp:
-        cases = read_workload(freeze_for_model(here / "suites" / "smoke.toml", Path(tmp) / "w.parquet")).cases
+        frozen = freeze_for_model(here / "suites" / f"{args.suite}.toml", Path(tmp) / "w.parquet")
+        cases = read_workload(frozen).cases
     case = dataclasses.replace(
         max(cases, key=lambda c: len(c.prompt_token_ids or ())), max_new_tokens=args.new
     )
@@ -125,9 +130,9 @@ def main(argv: list[str] | None = None) -> int:
             ", ".join(f"{c:.2f}" for c in cpu[name]),
         ])  # fmt: skip
     text = (
-        "## The hf control's prefill: attention, threads, dtype (cpu)\n\n"
+        f"## The hf control's prefill: attention, threads, dtype (cpu{SECTIONS[args.suite][1]})\n\n"
         + common.provenance([common.PYTHON, __file__, *sys.argv[1:]], load)
-        + f"- one smoke case of {ids.shape[1]} prompt tokens, prefilled through the engine's forward "
+        + f"- one {args.suite} case of {ids.shape[1]} prompt tokens, prefilled through the engine's forward "
         f"(a fresh cache each time); {args.reps} repetitions, the variants alternating in a rotating order; "
         f"then a greedy answer of up to {args.new} tokens per variant, compared with the control's; OpenMP "
         "waits passive (the hf engine's default)\n\n"
@@ -145,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(text)
     if not args.no_write:
-        common.write_section("prefill_variants", text, {"cpu_s": cpu, "same_tokens": {
+        common.write_section(SECTIONS[args.suite][0], text, {"cpu_s": cpu, "same_tokens": {
             n: tokens[n] == tokens[CONTROL] for n in names}})  # fmt: skip
     return 0
 
