@@ -3,8 +3,9 @@
 Sides, each a long-lived child process on one thread (OMP_NUM_THREADS=1, OpenMP waits passive), asked in
 turn, the order rotating every repetition, so load swings on the shared machine fall on all alike:
 
-- hf (`-E linear=torch`, the default) and hf (`-E linear=onednn`): kvgate's hf engine, a control
-  session (treatment full) generating each case alone;
+- hf with its defaults (on CPU float32: `linear=onednn`), hf with `-E attention=onednn` too, and with
+  `--with-torch` hf with `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a control
+  session (treatment full) generating each case alone; the first is the control the others match;
 - vLLM-cpu: `LLM.generate` on the same token ids, one request at a time, with kvgate's control engine
   arguments on CPU (float32, block size 128, eager unless `--vllm-compiled`), its engine core in-process
   (VLLM_ENABLE_V1_MULTIPROCESSING=0) and unbound (VLLM_CPU_OMP_THREADS_BIND=nobind);
@@ -20,6 +21,7 @@ Each side measures its own CPU seconds (getrusage of its process: all its thread
 vLLM: max_tokens=1). Figures are medians of per-repetition ratios. Outputs are compared token for token.
 
     .venv/bin/python bench/control_vs_vllm.py [--quick] [--reps N] [--cases N] [--vllm-compiled]
+        [--with-torch]
 """
 
 from __future__ import annotations
@@ -41,7 +43,12 @@ import common
 MODEL = "smollm2-135m"
 TARGET_VLLM = 1.15
 TARGET_FLOOR = 1.2
-HF_SIDES = {"hf control (linear=torch)": "torch", "hf control (linear=onednn)": "onednn"}
+HF_SIDES = {
+    "hf control (defaults: linear=onednn)": "",
+    "hf control (attention=onednn)": "attention=onednn",
+}
+"""Each hf side's `-E` options, comma-separated (the first side is the control)."""
+TORCH_SIDE = {"hf control (linear=torch)": "linear=torch"}
 VLLM_SIDE = "vLLM-cpu"
 FLOOR_SIDE = "floor"
 TITLE = "## The hf control against vLLM-cpu and the floor (cpu, one thread)"
@@ -88,12 +95,13 @@ def _cases(workload: Path, picks: list[int]) -> list[Any]:
 
 
 class HFSide:
-    def __init__(self, cases: list[Any], linear: str) -> None:
+    def __init__(self, cases: list[Any], options: str) -> None:
         from kvgate.engines.hf.engine import HFEngine
         from kvgate.models import resolve_model
 
         self.cases = cases
-        self.engine = HFEngine(resolve_model(MODEL), threads=1, linear=linear)
+        given: dict[str, Any] = dict(item.split("=", 1) for item in options.split(",") if item)
+        self.engine = HFEngine(resolve_model(MODEL), threads=1, **given)
 
     def facts(self) -> dict[str, Any]:
         import torch
@@ -330,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--cases", type=int, default=None, help="smoke cases, spread evenly (default 4)")
     parser.add_argument("--vllm-compiled", action="store_true", help="vLLM without enforce_eager")
+    parser.add_argument("--with-torch", action="store_true", help="also hf with -E linear=torch")
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     reps = args.reps or (2 if args.quick else 3)
@@ -351,10 +360,11 @@ def main(argv: list[str] | None = None) -> int:
         all_cases = read_workload(workload).cases
         picks = [int(i * len(all_cases) / n_cases) for i in range(n_cases)]
         cases = [all_cases[i] for i in picks]
+        hf_sides = {**HF_SIDES, **(TORCH_SIDE if args.with_torch else {})}
         children = {
             **{
-                side: Child(side, "hf", workload, picks, linear, tmp / f"hf-{linear}.log")
-                for side, linear in HF_SIDES.items()
+                side: Child(side, "hf", workload, picks, options, tmp / f"hf-{i}.log")
+                for i, (side, options) in enumerate(hf_sides.items())
             },
             VLLM_SIDE: Child(
                 VLLM_SIDE,
@@ -447,9 +457,8 @@ def section(
             + [x for w in ("generate", "prefill") for x in (f"{common.median(floors[w][k]):.2f}", "", "", "")]
             + ["", ""]
         )
-    control, onednn = names[0], names[1]
     verdicts = []
-    for name in (control, onednn):
+    for name in (n for n in names if n != VLLM_SIDE):
         v = ratio("generate", cpu["generate"][name], cpu["generate"][VLLM_SIDE])
         f_mkl = ratio("generate", cpu["generate"][name], floors["generate"]["torch"])
         f_best = ratio("generate", cpu["generate"][name], floors["generate"]["best"])

@@ -1,7 +1,8 @@
 """oneDNN's packed projections (`-E linear=onednn`) against torch's (`-E linear=torch`) on every shipped
 treatment the hf engine runs: same tokens?
 
-The condition for oneDNN being the hf engine's default on CPU is that no shipped arm's answers change.
+oneDNN is the hf engine's default on CPU float32; this measures how often that changes a shipped arm's
+answers against torch's nn.Linear (MKL).
 Two hf engines (linear=torch, linear=onednn; one thread each) run every catalog treatment the engine
 accepts on the cases of a shipped suite frozen for the embedded model (`--cases N`: N spread evenly;
 default every case), one case at a time, and the section lists, per treatment, whether every case's
