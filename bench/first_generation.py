@@ -55,13 +55,12 @@ def child(mark: str, argv: list[str]) -> None:
 
 
 def command(tree: Path, workload: Path, matrix: Path, runs: Path) -> tuple[list[str], dict[str, str]]:
-    """The child's argv and environment for kvgate at `tree` (both sides share one model cache)."""
+    """The child's argv and environment for kvgate at `tree`, with that tree's own model cache (the
+    conversion a tree made is part of what its start-up loads)."""
     mark = runs.with_suffix(".first")
     argv = [common.PYTHON, str(Path(__file__).resolve()), "--child", str(mark), "--engine", "hf"]
     argv += ["-w", str(workload), "-m", str(matrix), "--limit", "1", "-o", str(runs), "--quiet"]
-    from kvgate.paths import cache_dir
-
-    return argv, {"PYTHONPATH": str(tree), "KVGATE_CACHE": str(cache_dir())}
+    return argv, {"PYTHONPATH": str(tree), "KVGATE_CACHE": str(tree / ".cache" / "kvgate")}
 
 
 def first_generation(argv: list[str], env: dict[str, str], name: str) -> common.ChildRun:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from kvgate.converted_model import convert, current_record, file_sha256
 from kvgate.errors import BadInput
 from kvgate.model_hub import hub_snapshot, is_hub_id, snapshot_identity
-from kvgate.paths import cache_dir, replaced_folder
+from kvgate.paths import cache_dir
 from kvgate.registry import unknown_name
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -121,34 +120,18 @@ def check_model_folder(model: ModelSpec) -> None:
         )
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def model_folder(model: ModelSpec) -> Path:
     """A safetensors folder for `model`: its own, the hub's snapshot (downloaded into the hub's cache
-    if missing), or the GGUF converted once into kvgate's cache (atomic rename)."""
+    if missing), or the GGUF converted into kvgate's cache, again whenever the conversion there is not
+    this converter's of this GGUF (converted_model)."""
     if model.folder is not None:
         return model.folder
     if model.hub_id is not None:
         return hub_snapshot(model.hub_id)
     target = _converted_folder(model)
-    if (target / "kvgate-model.json").exists():
-        return target
     gguf = model.gguf_path()
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    with replaced_folder(target) as tmp:
-        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        weights = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
-        _save_dequantized(weights, tmp)
-        tokenizer.save_pretrained(tmp)
-        info = {"name": model.name, "source": gguf.name, "source_sha256": file_sha256(gguf)}
-        (tmp / "kvgate-model.json").write_text(json.dumps(info, indent=2) + "\n")
+    if current_record(target, gguf) is None:
+        convert(model.name, gguf, target)
     return target
 
 
@@ -161,29 +144,15 @@ def _converted_folder(model: ModelSpec) -> Path:
     return cache_dir() / "models" / f"{model.file.stem}-{tag}"
 
 
-def _save_dequantized(weights: Any, folder: Path) -> None:
-    """Write the GGUF's de-quantised float32 weights as a plain safetensors model (no quantisation config)."""
-    from safetensors.torch import save_model
-
-    config = weights.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    config.save_pretrained(folder)
-    weights.generation_config.save_pretrained(folder)
-    save_model(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
-
-
 def model_identity(model: ModelSpec) -> dict[str, str]:
     """Name and content hash of the weights, for the run manifest. A GGUF model not converted yet is
     hashed from its file (what its conversion records), so an engine loading GGUF needs no conversion."""
-    if model.is_gguf() and not (_converted_folder(model) / "kvgate-model.json").exists():
+    if model.is_gguf():
         gguf = model.gguf_path()
-        return {"name": model.name, "sha256": file_sha256(gguf), "source": gguf.name}
+        record = current_record(_converted_folder(model), gguf)
+        sha256 = file_sha256(gguf) if record is None else record["source_sha256"]
+        return {"name": model.name, "sha256": sha256, "source": gguf.name}
     folder = model_folder(model)
-    info_file = folder / "kvgate-model.json"
-    if info_file.exists():
-        info = json.loads(info_file.read_text())
-        return {"name": model.name, "sha256": info["source_sha256"], "source": info["source"]}
     linked = snapshot_identity(folder) if model.hub_id is not None else None
     if linked is not None:  # the hub names each blob by its content's sha256: nothing to hash again
         return {"name": model.name, "sha256": linked, "source": f"hf:{model.hub_id}@{folder.name}"}

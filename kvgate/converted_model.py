@@ -1,0 +1,125 @@
+"""A GGUF model converted once into a safetensors folder under kvgate's cache, and its record.
+
+transformers reads a GGUF by de-quantising every tensor (≈12 CPU-s for the embedded model), so kvgate
+does it once and keeps the float32 result: `model.safetensors`, the config, generation config and
+tokenizer, and `kvgate-model.json`, the record. The weights hold each shared tensor once, under its
+first name in the state dict: a head tied to the embeddings is left out, as in transformers' own
+checkpoints, and loading ties it back. (Converter 1 kept `lm_head.weight` alone; loading then found no
+`model.embed_tokens.weight`, drew 28 M random numbers for it and replaced them by the tie: ≈0.2 CPU-s
+and 113 MB of pages at every start-up.)
+
+The record names the converter's version, the GGUF (file name, sha256, size, mtime) and the weights
+file (sha256, size, mtime). A folder is used only while its record holds: this converter's version, and
+each file's size and mtime as recorded, or, where they changed, its sha256 as recorded (then the record
+takes the new size and mtime). Anything else (an older converter, another GGUF, weights rewritten or
+damaged in a way that changed their stat) converts the model again, replacing the folder in one rename.
+Hashing only a file whose stat changed keeps the check to two `stat` calls per start-up (hashing the
+538 MB of weights would cost ≈0.4 CPU-s).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kvgate.paths import replaced_folder
+
+CONVERTER_VERSION = 2
+RECORD = "kvgate-model.json"
+WEIGHTS = "model.safetensors"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def current_record(folder: Path, gguf: Path) -> dict[str, Any] | None:
+    """`folder`'s record if the folder is this converter's conversion of `gguf` with its weights as
+    written, else None (no record, another converter or GGUF, weights changed)."""
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("converter") != CONVERTER_VERSION:
+        return None
+    refreshed = dict(record)
+    for prefix, path in (("source", gguf), ("weights", folder / WEIGHTS)):
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        if (stat.st_size, stat.st_mtime_ns) == (
+            record.get(f"{prefix}_size"),
+            record.get(f"{prefix}_mtime_ns"),
+        ):
+            continue
+        if file_sha256(path) != record.get(f"{prefix}_sha256"):
+            return None
+        refreshed |= {f"{prefix}_size": stat.st_size, f"{prefix}_mtime_ns": stat.st_mtime_ns}
+    if refreshed != record:  # same bytes, new stat (a copy, a reinstall): hash them once only
+        _write_record(folder, refreshed)
+    return refreshed
+
+
+def convert(name: str, gguf: Path, target: Path) -> None:
+    """De-quantise `gguf` to float32 and write it, its tokenizer and its record as `target`."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with replaced_folder(target) as tmp:
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        weights = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
+        _save_dequantized(weights, tmp)
+        tokenizer.save_pretrained(tmp)
+        _write_record(tmp, record_of(name, gguf, tmp / WEIGHTS))
+
+
+def record_of(name: str, gguf: Path, weights: Path) -> dict[str, Any]:
+    """The record of a conversion of `gguf` (the model `name`) whose weights file is `weights`."""
+    record: dict[str, Any] = {"name": name, "source": gguf.name, "converter": CONVERTER_VERSION}
+    for prefix, path in (("source", gguf), ("weights", weights)):
+        stat = path.stat()
+        record |= {
+            f"{prefix}_sha256": file_sha256(path),
+            f"{prefix}_size": stat.st_size,
+            f"{prefix}_mtime_ns": stat.st_mtime_ns,
+        }
+    return record
+
+
+def _write_record(folder: Path, record: dict[str, Any]) -> None:
+    """Write the record whole or not at all (a temp file renamed over it)."""
+    tmp = folder / f".{RECORD}.{os.getpid()}"
+    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(folder / RECORD)
+
+
+def untied_state(model: Any) -> dict[str, Any]:
+    """The model's state dict with each shared tensor once, under its first name (the embeddings, not a
+    head tied to them), contiguous as safetensors stores them."""
+    state: dict[str, Any] = {}
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    for name, tensor in model.state_dict().items():
+        key = (tensor.data_ptr(), tuple(tensor.shape))
+        if key not in seen or tensor.numel() == 0:
+            seen.add(key)
+            state[name] = tensor.detach().contiguous()
+    return state
+
+
+def _save_dequantized(weights: Any, folder: Path) -> None:
+    """Write the de-quantised float32 weights as a plain safetensors model (no quantisation config)."""
+    from safetensors.torch import save_file
+
+    config = weights.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(folder)
+    weights.generation_config.save_pretrained(folder)
+    save_file(untied_state(weights), str(folder / WEIGHTS), metadata={"format": "pt"})
