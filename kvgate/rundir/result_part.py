@@ -116,6 +116,8 @@ def read_part(
         raise BadInput(
             f"result part {path} is corrupt ({lines[0]}); delete it and `--resume` to regenerate its rows"
         ) from None
+    if table.column_names == wanted:  # the current version's part: its columns and metadata as read
+        return table
     return upgrade(table, wanted).replace_schema_metadata(metadata)
 
 

@@ -43,7 +43,7 @@ def read_bounded(path: Path, columns: list[str]) -> pa.Table:
     strings = [f.name for f in fields if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     parquet = pq.ParquetFile(path, read_dictionary=strings)
     _check_footer(parquet.metadata, columns, budget, path)
-    table = parquet.read(columns=columns)
+    table = parquet.read(columns=columns, use_threads=False)
     dense = sum(_dense_bytes(table[c]) for c in strings)
     if dense > budget:
         _refuse(path, f"its text columns expand to {dense} bytes", budget)

@@ -168,7 +168,7 @@ class Evidence:
             with pq.ParquetFile(self.workload_path) as workload:
                 columns = ["case_id", "expected", "messages"]
                 columns += [SOURCE_ID] if SOURCE_ID in workload.schema_arrow.names else []
-                table = workload.read(columns=columns)
+                table = workload.read(columns=columns, use_threads=False)
         except (OSError, pa.ArrowException, KeyError):
             return pa.array([], pa.string()), {}
         return table["case_id"].combine_chunks(), {n: table[n].combine_chunks() for n in columns[1:]}

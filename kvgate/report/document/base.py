@@ -20,10 +20,12 @@ from kvgate.names import NAME_PATTERN
 
 
 class Shape(BaseModel):
-    """A report object: unknown fields refused, read-only, fields described by their docstrings."""
+    """A report object: unknown fields refused, read-only, fields described by their docstrings; its
+    validator is built when first used (`defer_build`): a report builds the one validator of the whole
+    document, not one more per nested model as each class is defined."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True
+        extra="forbid", frozen=True, use_attribute_docstrings=True, populate_by_name=True, defer_build=True
     )
     _absent: ClassVar[frozenset[str]] = frozenset()
     """Fields that may be left out but never be null (set by `absent()`; read by the check below)."""
