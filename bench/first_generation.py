@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import common
 from startup import import_table
@@ -37,20 +38,29 @@ aa_replicate = false
 
 def child(mark: str, argv: list[str]) -> None:
     """The child: `kvgate run ARGV`, ended by the first hf generation, which it notes in the file `mark`
-    (the run sends the engine's stdout and stderr to its engine.log)."""
+    (the run sends the engine's stdout and stderr to its engine.log). The hf session is patched once
+    the run has created its engine, so the engine module is imported where a run imports it."""
     from kvgate.cli import cli
-    from kvgate.engines.hf import engine
+    from kvgate.executors.local import LocalExecutor
 
-    generate = engine.HFSession.generate
+    create_engine = LocalExecutor.create_engine
 
-    def first(self: engine.HFSession, cases: object) -> object:
-        out = generate(self, cases)  # type: ignore[arg-type]
+    def first(self: Any, cases: Any) -> Any:
+        out = generate(self, cases)
         loaded = [p for p in UNUSED if sys.modules.get(p) is not None]  # None: marked absent, not imported
         note = f"{len(out)} case(s), error {out[0].error}\nloaded: {' '.join(loaded)}"
         Path(mark).write_text(note, encoding="utf-8")
         os._exit(0)
 
-    engine.HFSession.generate = first  # type: ignore[method-assign]
+    def created(self: LocalExecutor, *args: Any) -> Any:
+        nonlocal generate
+        engine = create_engine(self, *args)
+        session = sys.modules["kvgate.engines.hf.engine"].HFSession
+        generate, session.generate = session.generate, first
+        return engine
+
+    generate = None
+    LocalExecutor.create_engine = created  # type: ignore[method-assign]
     cli.main(["run", *argv], prog_name="kvgate")
 
 

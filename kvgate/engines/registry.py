@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvgate.engines.base import Engine
+from kvgate.engines.collector_pause import collector_paused
 from kvgate.errors import BadInput
 from kvgate.models import ModelSpec
 from kvgate.registry import Registry, load
@@ -200,9 +201,10 @@ def create_engine(name: str, model: ModelSpec, /, **options: Any) -> Engine:
     missing = info.missing()
     if missing:
         raise BadInput(f"engine {name!r} needs {', '.join(missing)}: {info.install_hint}")
-    factory = load(info.factory)
-    try:
-        engine: Engine = factory(model, **options)
-    except TypeError as exc:  # an engine option the factory does not take
-        raise BadInput(f"engine {name!r}: bad engine option: {exc}") from None
+    with collector_paused():  # its module imports torch, its factory loads the model: collector_pause
+        factory = load(info.factory)
+        try:
+            engine: Engine = factory(model, **options)
+        except TypeError as exc:  # an engine option the factory does not take
+            raise BadInput(f"engine {name!r}: bad engine option: {exc}") from None
     return engine

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvgate.engines.base import ArmSession, ArmSetup, Engine, Generation, NamesItsStack
+from kvgate.engines.collector_pause import thaw
 from kvgate.engines.registry import create_engine
 from kvgate.models import ModelSpec
 from kvgate.rundir.hardware import this_machine
@@ -58,6 +59,7 @@ class EngineWorker:
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+            thaw()  # what creating the engine froze (engines.collector_pause)
 
     def _engine(self) -> Engine:
         if self.engine is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from kvgate import __version__
 from kvgate.engines.capability import check_capable
+from kvgate.engines.collector_pause import thaw
 from kvgate.engines.options import check_engine_options
 from kvgate.engines.registry import DEFAULT_ENGINE, engine_info
 from kvgate.errors import BadInput, RunInterrupted
@@ -322,6 +323,7 @@ def run_job(
             raise RunInterrupted(run_dir) from exc
     finally:
         engine.close()
+        thaw()  # what creating the engine froze (engines.collector_pause)
     return run_dir
 
 
