@@ -62,7 +62,8 @@ LINEARS = ("torch", "onednn")
 """The decoder's projections: torch's nn.Linear (MKL on CPU), or oneDNN, weights packed (onednn_linear);
 by default oneDNN for float32 on a CPU where torch has it (default_linear), else torch."""
 ATTENTIONS = ("sdpa", "onednn")
-"""Prefill attention: torch's SDPA, or blocks of oneDNN products (onednn_attention); decode is SDPA's."""
+"""Prefill attention: torch's SDPA, or blocks of oneDNN products for every prefill chunk, masked or not
+(onednn_attention); decode steps are SDPA's either way."""
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of the prefix cache and of the span store, each (LRU beyond it)."""

@@ -1,32 +1,38 @@
-"""Causal prefill attention as blocks of oneDNN matrix products (the `attention` option, "onednn").
+"""Prefill attention as blocks of oneDNN matrix products (the `attention` option, "onednn").
 
 torch's CPU `scaled_dot_product_attention` with `is_causal` (its flash-attention kernel) reaches about
 60 GFLOP/s per core on this machine's AVX-512 EPYC at 1,011 prompt tokens (36 at 507), where oneDNN's
 float32 matmul reaches ≈230 on the same shapes (bench/prefill_variants.py). This computes the same
-attention, softmax(q·kᵀ · scale + causal mask)·v in float32, from two oneDNN products per block:
+attention, softmax(q·kᵀ · scale + mask)·v in float32, from two oneDNN products per block:
 
-    queries [B, Hq, n, D], keys and values [B, Hkv, n, D], Hq = G·Hkv (grouped-query attention,
-    Ainslie et al. 2023, arXiv:2305.13245; query head h reads key head h // G) →
-    for each row b, key head h and block of m query positions [s, s+m):
+    queries [B, Hq, n, D] at key positions K−n…K−1, keys and values [B, Hkv, K, D], Hq = G·Hkv
+    (grouped-query attention, Ainslie et al. 2023, arXiv:2305.13245; query head h reads key head
+    h // G) → for each row b, key head h and block of m query positions [s, s+m), w = K−n+s+m:
         rows    [m·G, D]     the block's queries of h's G query heads, position-major, times scale
-        scores  [m·G, s+m] = rows · keys[b, h, :s+m]ᵀ          (oneDNN; keys past s+m are all masked)
-        scores[(i, g), j] += −∞ for j > s+i                     (the causal mask, on the last m columns)
-        weights [m·G, s+m] = softmax(scores) along the keys     (float32, max subtracted)
-        out[b, s:s+m, h·G:(h+1)·G] = weights · values[b, h, :s+m]  (oneDNN, values read transposed in place)
+        scores  [m·G, w]   = rows · keys[b, h, :w]ᵀ              (oneDNN; later keys are all masked)
+        scores[(i, g), j]  += the mask                           (None: −∞ for j > K−n+s+i, causal)
+        weights [m·G, w]   = softmax(scores) along the keys       (float32, max subtracted)
+        out[b, s:s+m, h·G:(h+1)·G] = weights · values[b, h, :w]  (oneDNN, values read transposed in place)
     → out [B, n, Hq, D], the layout transformers' attention functions return.
+
+The mask is transformers' (its SDPA mask functions are registered with this): none for the causal
+prefill of an empty cache, else bool [B or 1, 1, n, K] (a prefill chunk after cached entries: prefix
+reuse, the question after a context eviction) or the additive per-head mask [B, Hq, n, K] of a
+budgeted eviction (eviction.head_mask). It is applied as SDPA applies it: a bool mask's hidden
+scores are −∞, a float mask is added, and a query whose scores are all −∞ gets 0. Only where the mask
+shows some query a key after its own position, or leaves a query nothing, does a block read all K keys.
 
 The G query heads of a key head share its keys in one product, so K and V are never repeated. A block
 holds at most SCORE_ELEMENTS scores (m ≤ BLOCK_QUERIES, fewer for long prompts), so memory stays bounded
-at any prompt length; the causal half of the work is skipped except inside each block's last m columns.
-The products are float32 with float32 accumulation (oneDNN's strict mode, torch's float32 matmul
-precision "highest"); they sum in another order than the flash kernel, so outputs differ from SDPA's in
-the last bits (≈1e-6 on unit-scale inputs, tests/engines/hf/test_onednn_attention.py).
+at any prompt length. The products are float32 with float32 accumulation (oneDNN's strict mode, torch's
+float32 matmul precision "highest"); they sum in another order than the flash kernel, so outputs differ
+from SDPA's in the last bits (≈1e-6 on unit-scale inputs, tests/engines/hf/test_onednn_attention.py).
 
-Only the causal prefill of a cache that held nothing (no attention mask; the mask functions are SDPA's,
-so transformers passes none exactly when SDPA would use `is_causal`) takes this path; one query row (a
-decode step), any explicit mask (prefix reuse, a question after eviction, a budgeted eviction's per-head
-mask), dropout or another dtype or device goes to transformers' SDPA function unchanged. Hooks on the
-attention module and its projections (query capture, the certificate, head masks) see the same inputs.
+Every prefill chunk of two or more queries takes this path, so every arm of a run computes its prompt
+with one kernel. One query row (a decode step: SDPA's kernel is 2–4× faster there below ≈4K keys),
+dropout, a mask of another shape or dtype, another dtype or device go to transformers' SDPA function
+unchanged. Hooks on the attention module and its projections (query capture, the certificate, head
+masks) see the same inputs.
 """
 
 from __future__ import annotations
@@ -69,20 +75,21 @@ def attention_forward(
     is_causal: bool | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """transformers' attention function signature: (out [B, n, Hq, D], None). The causal prefill of an
-    empty cache runs in blocks (causal_blocks); anything else is transformers' SDPA function's."""
+    """transformers' attention function signature: (out [B, n, Hq, D], None). A prefill chunk (n > 1)
+    runs in blocks (attend_blocks), with its attention mask or, without one, causally; anything else is
+    transformers' SDPA function's."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    n = int(query.shape[2])
+    n, kv = int(query.shape[2]), int(key.shape[2])
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     special = any(kwargs.get(k) is not None for k in ("position_bias", "cache", "s_aux", "softcap"))
     if (
-        attention_mask is not None
-        or n == 1
-        or not causal
+        n == 1
+        or (attention_mask is None and not causal)
+        or (attention_mask is not None and not _broadcasts(attention_mask, query, kv))
         or dropout
         or special
-        or key.shape[2] < n
+        or kv < n
         or query.dtype != torch.float32
         or query.device.type != "cpu"
     ):
@@ -91,42 +98,106 @@ def attention_forward(
             **kwargs,
         )  # fmt: skip
     scale = scaling if scaling is not None else float(query.shape[-1]) ** -0.5
-    # Without a mask, keys beyond n are a static cache's empty slots (SDPA drops them too).
-    return causal_blocks(query, key[:, :, :n], value[:, :, :n], scale), None
+    if attention_mask is None:
+        # Without a mask, keys beyond n are a static cache's empty slots (SDPA drops them too).
+        return attend_blocks(query, key[:, :, :n], value[:, :, :n], scale), None
+    return attend_blocks(query, key, value, scale, attention_mask), None
 
 
-def causal_blocks(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
-    """Causal attention of query [B, Hq, n, D] over key, value [B, Hkv, n, D] (Hq a multiple of Hkv),
-    float32 on CPU, in blocks of query positions as the module docstring spells out → [B, n, Hq, D]."""
+def attend_blocks(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    scale: float,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Attention of query [B, Hq, n, D] over key, value [B, Hkv, K, D] (Hq a multiple of Hkv, K ≥ n),
+    float32 on CPU, in blocks of query positions as the module docstring spells out → [B, n, Hq, D].
+
+    mask None: causal, K = n. Else mask [B or 1, Hq or 1, n, K], bool (True: seen) or additive (float),
+    is applied as SDPA applies it, and nothing else is (query i is at key position K − n + i for the
+    keys a causal mask shows). A block reads keys only up to its last query's position where the mask
+    hides every key after it; a query that sees no key gets 0, as SDPA's (−∞ scores everywhere)."""
     b, hq, n, d = query.shape
-    hkv = int(key.shape[1])
+    hkv, kv = int(key.shape[1]), int(key.shape[2])
     g = hq // hkv
-    if hq != g * hkv or tuple(key.shape) != (b, hkv, n, d) or value.shape != key.shape:
+    if hq != g * hkv or kv < n or tuple(key.shape) != (b, hkv, kv, d) or value.shape != key.shape:
         raise ValueError(f"attention shapes: query {tuple(query.shape)}, key {tuple(key.shape)}, value "
                          f"{tuple(value.shape)}")  # fmt: skip
+    if mask is None and kv != n:
+        raise ValueError(f"causal attention without a mask needs as many keys as queries, got {kv} and {n}")
     linear = torch.ops.mkldnn._linear_pointwise
     key, value = _rows(key), _rows(value)
     rows = torch.empty((b, hkv, n, g, d), dtype=query.dtype)  # [b, h, position, group head, d]
     torch.mul(query.view(b, hkv, g, n, d).permute(0, 1, 3, 2, 4), scale, out=rows)
     out = torch.empty((b, n, hkv, g, d), dtype=query.dtype)
-    block = max(1, min(BLOCK_QUERIES, SCORE_ELEMENTS // (g * n)))
-    # [i, ·, j]: −∞ where j > i, else 0 (adding it is exact: x + 0 = x)
-    causal = (
-        torch.zeros((block, block), dtype=query.dtype)
-        .masked_fill_(torch.ones((block, block), dtype=torch.bool).triu_(1), float("-inf"))
-        .unsqueeze(1)
-    )
+    block = max(1, min(BLOCK_QUERIES, SCORE_ELEMENTS // (g * kv)))
+    offset = kv - n
+    causal: torch.Tensor | None = None
+    hidden: torch.Tensor | None = None
+    unseen: torch.Tensor | None = None
+    seen_after = False  # whether some query sees a key past its own position
+    if mask is None:
+        # [i, ·, j]: −∞ where j > i, else 0 (adding it is exact: x + 0 = x)
+        causal = (
+            torch.zeros((block, block), dtype=query.dtype)
+            .masked_fill_(torch.ones((block, block), dtype=torch.bool).triu_(1), float("-inf"))
+            .unsqueeze(1)
+        )
+    else:
+        hidden = ~mask if mask.dtype == torch.bool else None  # masked_fill's operand, once
+        seen = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min
+        seen_after = bool(seen.triu(offset + 1).any())
+        unseen = ~seen.any(dim=-1)  # [B or 1, Hq or 1, n]: queries that see no key
+        if bool(unseen.any()):
+            seen_after = True  # SDPA spreads such a query's additive scores over every key: read them all
+        else:
+            unseen = None
     for start in range(0, n, block):
         stop = min(n, start + block)
         m = stop - start
+        width = kv if seen_after else offset + stop
         for i in range(b):
             for h in range(hkv):
-                scores = linear(rows[i, h, start:stop].view(m * g, d), key[i, h, :stop], None, "none", [], "")
-                scores.view(m, g, stop)[:, :, start:].add_(causal[:m, :, :m])
+                chunk = rows[i, h, start:stop].view(m * g, d)
+                scores = linear(chunk, key[i, h, :width], None, "none", [], "")
+                grid = scores.view(m, g, width)
+                if causal is not None:
+                    grid[:, :, start:].add_(causal[:m, :, :m])
+                elif hidden is not None:
+                    grid.masked_fill_(_block(hidden, i, h, g, start, stop, width), float("-inf"))
+                elif mask is not None:
+                    grid.add_(_block(mask, i, h, g, start, stop, width))
                 weights = torch.softmax(scores, dim=-1)
-                attended = linear(weights, value[i, h, :stop].t(), None, "none", [], "")
+                attended = linear(weights, value[i, h, :width].t(), None, "none", [], "")
                 out[i, start:stop, h] = attended.view(m, g, d)
-    return out.view(b, n, hq, d)
+    result = out.view(b, n, hq, d)
+    if unseen is not None and mask is not None:  # SDPA gives 0 where every score is −∞ (softmax: 0/0)
+        void = unseen if hidden is not None else ~(mask > float("-inf")).any(dim=-1)
+        result.masked_fill_(void.expand(b, hq, n).transpose(1, 2).unsqueeze(-1), 0.0)
+    return result
+
+
+def _broadcasts(mask: torch.Tensor, query: torch.Tensor, kv: int) -> bool:
+    """Whether mask is one attend_blocks applies: [B or 1, Hq or 1, n, K], bool or the query's dtype."""
+    b, hq, n, _ = query.shape
+    return (
+        mask.dim() == 4
+        and mask.shape[0] in (1, b)
+        and mask.shape[1] in (1, hq)
+        and tuple(mask.shape[2:]) == (n, kv)
+        and mask.dtype in (torch.bool, query.dtype)
+        and mask.device == query.device
+    )
+
+
+def _block(mask: torch.Tensor, i: int, h: int, g: int, start: int, stop: int, width: int) -> torch.Tensor:
+    """mask's entries for row i, key head h's g query heads, queries [start, stop) and the first width
+    keys, laid out as a block's scores [m, g (or 1), width]."""
+    row = mask[i if mask.shape[0] > 1 else 0]
+    if row.shape[0] == 1:
+        return row[0, start:stop, :width].unsqueeze(1)
+    return row[h * g : (h + 1) * g, start:stop, :width].transpose(0, 1)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
