@@ -85,7 +85,7 @@ ENGINES: Registry[EngineInfo] = Registry(
             "pip install -e '.[hf]' (or `make demo`)",
             loads_weights=True,
             options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s", "linear", "attention"),
-            resumed_as=(("linear", "torch"),),
+            resumed_as=(("linear", "torch"), ("attention", "sdpa")),
             proof=(
                 ("quantize", "n_kv_quantized, kv_dtype, kv_bytes"),
                 ("eviction", "n_kv_entries_kept"),

@@ -63,7 +63,8 @@ LINEARS = ("torch", "onednn")
 by default oneDNN for float32 on a CPU where torch has it (default_linear), else torch."""
 ATTENTIONS = ("sdpa", "onednn")
 """Prefill attention: torch's SDPA, or blocks of oneDNN products for every prefill chunk, masked or not
-(onednn_attention); decode steps are SDPA's either way."""
+(onednn_attention); by default oneDNN for float32 on a CPU where torch has it, else SDPA; decode steps
+are SDPA's either way."""
 SUPPORTED_KINDS = ("full", "eviction", "quantize", "offload", "reuse", "composite")
 REUSE_CACHE_BYTES = 1 << 30
 """Default bound of the prefix cache and of the span store, each (LRU beyond it)."""
@@ -104,14 +105,15 @@ class HFEngine:
         threads: int | None = None,
         timeout_s: float | None = None,
         linear: str | None = None,
-        attention: str = "sdpa",
+        attention: str | None = None,
     ) -> None:
         """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
         reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's),
         timeout_s (a case still decoding after it is stored as a timeout), linear (torch | onednn: the
         decoder's projections through oneDNN with packed weights, float32 on CPU; default onednn where
-        that applies, else torch: onednn_linear), attention (sdpa | onednn: the causal prefill as
-        blocks of oneDNN products, float32 on CPU: onednn_attention)."""
+        that applies, else torch: onednn_linear), attention (sdpa | onednn: every prefill chunk's
+        attention as blocks of oneDNN products, float32 on CPU; default onednn where that applies,
+        else sdpa: onednn_attention)."""
         hide_triton_without_gpu()  # before transformers loads torch._dynamo (triton_guard)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -124,7 +126,7 @@ class HFEngine:
                 "hf engine: linear=onednn packs float32 weights for the CPU (and needs torch built with "
                 "oneDNN): use it with device=cpu and dtype=float32, or leave linear at torch"
             )
-        if attention not in ATTENTIONS:
+        if attention is not None and attention not in ATTENTIONS:
             raise BadInput(f"hf engine: attention must be one of {', '.join(ATTENTIONS)}, got {attention!r}")
         cpu_float32 = device == "cpu" and dtype == "float32"
         if attention == "onednn" and not (cpu_float32 and onednn_attention.available()):
@@ -152,8 +154,8 @@ class HFEngine:
         self.linear = linear or default_linear(device, dtype)
         if self.linear == "onednn":
             pack_linears(self.model)
-        self.attention = attention
-        if attention == "onednn":  # attn_implementation in the fingerprint names it too
+        self.attention = attention or onednn_attention.default_attention(device, dtype)
+        if self.attention == "onednn":  # attn_implementation in the fingerprint names it too
             self.model.set_attn_implementation(onednn_attention.register())
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) | {self.tokenizer.eos_token_id}
@@ -205,10 +207,10 @@ class HFEngine:
             "threads": torch.get_num_threads(),
             "machine": platform.machine(),
             **({"timeout_s": self.timeout_s} if self.timeout_s is not None else {}),
-            # Left out for torch's, which every run made before the field meant: such a run resumes
-            # with linear=torch (the engine table's resumed_as), never on the new default.
+            # Left out for torch's and SDPA's, which every run made before each field meant: such a
+            # run resumes with them (the engine table's resumed_as), never on the new defaults.
             **({"linear": self.linear} if self.linear != "torch" else {}),
-            **({"attention": self.attention} if self.attention != "sdpa" else {}),  # as linear
+            **({"attention": self.attention} if self.attention != "sdpa" else {}),
         }
 
     def open(self, setup: ArmSetup) -> HFSession:

@@ -41,8 +41,10 @@ from typing import Any
 
 import torch
 
-NAME = "kvgate_onednn"
-"""The attention implementation's name in transformers' registries (config._attn_implementation)."""
+NAME = "kvgate_onednn_masked"
+"""The attention implementation's name in transformers' registries (config._attn_implementation; the
+engine's fingerprint records it). Renamed when masked chunks left SDPA: a run made before with
+attention=onednn computed them with SDPA, so resuming it on these kernels is refused."""
 BLOCK_QUERIES = 128
 """Query positions per block (64, 128 and 192 alike at 507, 1,011 and 4,096 tokens; 256 10–35% slower)."""
 SCORE_ELEMENTS = 1 << 22
@@ -52,6 +54,12 @@ SCORE_ELEMENTS = 1 << 22
 def available() -> bool:
     """Whether this torch build has oneDNN's float32 linear (the products' entry point)."""
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def default_attention(device: str, dtype: str) -> str:
+    """The hf engine's `attention` when none is given: "onednn" for float32 on a CPU where torch has
+    oneDNN, else "sdpa"."""
+    return "onednn" if device == "cpu" and dtype == "float32" and available() else "sdpa"
 
 
 def register() -> str:

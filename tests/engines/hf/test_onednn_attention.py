@@ -201,6 +201,12 @@ def test_a_float_mask_that_hides_a_whole_query_is_sdpas() -> None:
     assert (got - want).abs().max().item() < BOUND
 
 
+def test_onednn_is_the_default_for_float32_on_cpu_only() -> None:
+    assert onednn_attention.default_attention("cpu", "float32") == "onednn"
+    assert onednn_attention.default_attention("cpu", "bfloat16") == "sdpa"
+    assert onednn_attention.default_attention("cuda", "float32") == "sdpa"
+
+
 @pytest.mark.parametrize(
     ("options", "named"),
     [
@@ -222,6 +228,8 @@ def test_onednn_attention_gives_sdpas_tokens_on_the_embedded_model(
     """The control, a query-capturing, a per-head-budgeted, a certified, a context-scoped eviction and
     prefix reuse give SDPA's tokens; the masked chunks (the question after the context's eviction, the
     prompt after reused blocks) run the blocks too."""
+    from hf_engine_support import shared_engine
+
     from kvgate.engines.hf.engine import HFEngine
     from kvgate.models import resolve_model
 
@@ -244,7 +252,7 @@ def test_onednn_attention_gives_sdpas_tokens_on_the_embedded_model(
     monkeypatch.setattr(onednn_attention, "attend_blocks", counted)
     with one_thread():
         sdpa = HFEngine(resolve_model("smollm2-135m"), attention="sdpa")
-        onednn = HFEngine(resolve_model("smollm2-135m"), attention="onednn")
+        onednn = shared_engine()  # the default
         assert onednn.fingerprint()["attn_implementation"] == onednn_attention.NAME
         assert onednn.fingerprint()["attention"] == "onednn" and "attention" not in sdpa.fingerprint()
         assert sdpa.fingerprint()["attn_implementation"] == "sdpa"
