@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -236,6 +236,9 @@ NUMERIC = {  # column → (fill for null, dtype)
     **{name: (np.nan, np.float64) for name in CERTIFICATE_SCORES},
     "kv_bytes": (-1, np.int64),
 }
+BATCHES_PER_THREAD = 4
+T = TypeVar("T")
+R = TypeVar("R")
 DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
 
@@ -247,6 +250,14 @@ def report_columns(path: Path, check: PartCheck | None = None, extra: Sequence[s
     return read_part(path, [*RESULT_COLUMNS, *extra], dictionary=DICTIONARY_COLUMNS, check=check)
 
 
+def in_batches(pool: Executor, function: Callable[[T], R], items: list[T]) -> list[R]:
+    """`[function(item) for item in items]`, run on `pool` as BATCHES_PER_THREAD × THREADS tasks of
+    consecutive items, not one task per item (each task handed over costs a lock and a wake-up)."""
+    size = max(1, -(-len(items) // (BATCHES_PER_THREAD * THREADS)))
+    batches = [items[i : i + size] for i in range(0, len(items), size)]
+    return [out for batch in pool.map(lambda items: [function(i) for i in items], batches) for out in batch]
+
+
 def read_parts(
     paths: list[Path], cases: CaseTable, check: PartCheck | None, texts_for: str | None
 ) -> tuple[list[pa.Table], list[PartTexts] | None]:
@@ -255,13 +266,13 @@ def read_parts(
     the control's, keeping its answers to the cases another arm failed."""
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         if texts_for is None:
-            return list(pool.map(lambda path: report_columns(path, check), paths)), None
+            return in_batches(pool, lambda path: report_columns(path, check), paths), None
 
         def reading(keep: Keep) -> Callable[[int], PartTexts]:
             return lambda i: split(report_columns(paths[i], check, TEXT_COLUMNS), keep)
 
         first = [i for i, path in enumerate(paths) if path.parent.name != texts_for]
-        done = dict(zip(first, pool.map(reading(failing), first), strict=True))
+        done = dict(zip(first, in_batches(pool, reading(failing), first), strict=True))
         second = [i for i in range(len(paths)) if i not in done]
         if second:
             failed = [done[i].rows["case_id"].combine_chunks().take(int64_array(done[i].kept)) for i in first]
@@ -270,7 +281,7 @@ def read_parts(
                 at = to_numpy(pc.index_in(pa.concat_arrays(failed), value_set=cases.case_ids), -1, np.int64)
                 wanted[at[at >= 0]] = True
             keep = failing_or_of_cases(wanted, CasePositions(cases.case_ids))
-            done |= zip(second, pool.map(reading(keep), second), strict=True)
+            done |= zip(second, in_batches(pool, reading(keep), second), strict=True)
     parts = [done[i] for i in range(len(paths))]
     return [p.rows for p in parts], parts
 
