@@ -80,7 +80,9 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt as exc:
             click.echo(_interrupted(exc), err=True)
             ctx.exit(EXIT_INTERRUPTED)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except click.ClickException as exc:  # a subcommand's usage: an unknown option, a missing argument, …
+            usage_error(ctx, exc)
+        except (click.exceptions.Exit, click.Abort):
             raise
         except OSError as exc:
             if exc.errno not in PATH_ERRNOS or exc.filename is None:
@@ -114,7 +116,11 @@ class LazyGroup(click.Group):
                 err=True,
             )
             ctx.exit(2)
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.ClickException as exc:  # the group's own usage (`kvgate --bogus`)
+            usage_error(ctx, exc)
+            raise  # not reached: usage_error exits
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         name = args[0] if args else ""
@@ -137,6 +143,30 @@ def _path_error(exc: OSError) -> str:
     name = os.fsdecode(exc.filename)
     shown = repr(name) if len(name) <= 160 else f"{name[:80]!r}…{name[-60:]!r} ({len(name)} characters)"
     return f"cannot use {shown}: {exc.strerror or exc}; name another path"
+
+
+def usage_error(ctx: click.Context, exc: click.ClickException) -> None:
+    """A usage error (an unknown option, a missing argument, a value outside a choice or range) as every
+    other bad input: "kvgate: error: …" in one line with the command's help to see, exit 2. Running the
+    bare group still prints its help."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        raise exc
+    click.echo(f"kvgate: error: {usage_line(exc, ctx)}", err=True)
+    ctx.exit(exc.exit_code)
+
+
+def usage_line(exc: click.ClickException, ctx: click.Context) -> str:
+    """Click's message in one line, lower-cased as kvgate's own, with the help of the command it is about
+    (`see 'kvgate run --help'`; the subcommand being parsed when click's error names no context)."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    message = message[:1].lower() + message[1:]
+    if not isinstance(exc, click.UsageError):
+        return message
+    if exc.ctx is not None:
+        command = exc.ctx.command_path
+    else:
+        command = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
+    return f"{message} (see '{command} --help')"
 
 
 def raise_internal(ctx: click.Context, exc: BaseException) -> None:
