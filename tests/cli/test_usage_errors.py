@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.helpers.cli import kvgate
+from helpers.cli import kvgate
 
 ROOT = Path(__file__).resolve().parents[2]
 
