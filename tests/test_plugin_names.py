@@ -128,6 +128,7 @@ def test_an_executor_reads_its_name_from_the_table() -> None:
     from kvgate.executors.registry import executor_for
 
     assert [load(EXECUTORS[n].factory).name for n in EXECUTORS] == ["local", "ray"]
+    assert [load(EXECUTORS[n].factory).joins_cluster for n in EXECUTORS] == [False, True]  # from the records
     assert executor_for("local").name == "local"
     with pytest.raises(BadInput, match="unknown executor 'rya'; did you mean 'ray'"):
         executor_for("rya")

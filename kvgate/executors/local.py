@@ -20,6 +20,7 @@ class LocalExecutor:
     """One engine in this process; every arm's rows are generated on this machine."""
 
     name = EXECUTORS.name_of(f"{__module__}:{__qualname__}")
+    joins_cluster = EXECUTORS[name].joins_cluster
 
     def create_engine(self, name: str, model: ModelSpec, options: dict[str, Any]) -> Engine:
         return create_engine(name, model, **options)

@@ -75,6 +75,7 @@ class RayExecutor:
     """
 
     name = EXECUTORS.name_of(f"{__module__}:{__qualname__}")
+    joins_cluster = EXECUTORS[name].joins_cluster
 
     def __init__(
         self,

@@ -72,6 +72,8 @@ class Executor(Protocol):
     """Where a run's rows are generated; it keeps one writer of the run's store."""
 
     name: str
+    joins_cluster: bool
+    """Whether its rows are generated on a cluster's workers (the executors table's record says)."""
 
     def create_engine(self, name: str, model: ModelSpec, options: dict[str, Any]) -> Engine:
         """The run's engine (for `ray`, a proxy whose answers come from a worker)."""

@@ -217,9 +217,10 @@ def run_job(
         if skew and notice is not None:
             notice(skew)
     inputs = resolve_inputs(opts, stored)
-    if inputs.policy.sequential and executor.name != "local":
+    if inputs.policy.sequential and executor.joins_cluster:
         raise BadInput(
-            f"a sequential policy stops arms between looks: run it with --executor local, not {executor.name}"
+            f"a sequential policy stops arms between looks, which executor {executor.name!r} (on a cluster's "
+            "workers) cannot: run it in this process (leave out --executor)"
         )
     engine_info(inputs.engine)
     if stored is None:  # a resumed run's options were checked when it started; a change is refused below

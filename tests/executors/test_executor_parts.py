@@ -104,7 +104,7 @@ def test_run_refuses_ray_options_it_cannot_honour(smoke_workload: Path, tmp_path
     common = ["run", "--engine", "fake", "-w", smoke_workload, "-o", tmp_path / "runs"]
     sequential = kvgate(*common, "--policy", policy, "--executor", "ray", "--policy-unsafe-reason", "test")
     assert sequential.exit_code == 2
-    assert "sequential policy" in sequential.stderr and "--executor local" in sequential.stderr
+    assert "sequential policy" in sequential.stderr and "leave out --executor" in sequential.stderr
     address = kvgate(*common, "--ray-address", "127.0.0.1:6379")
     assert address.exit_code == 2 and "need --executor ray" in address.stderr
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
@@ -214,3 +214,28 @@ def test_the_pool_lets_go_of_workers_on_another_hardware_kind() -> None:
         BadInput, match=r"no Ray worker runs on the run's hardware \(NVIDIA A100 .*found only"
     ):
         pool.check_alive()
+
+
+def test_a_sequential_policy_is_refused_by_what_the_executor_is_not_its_name(
+    smoke_workload: Path, tmp_path: Path
+) -> None:
+    """`joins_cluster` decides, as the executors table records it: a planted executor of any name that
+    runs on a cluster's workers is refused before it is asked for an engine."""
+    from kvgate.runner.job import RunOptions, run_job
+
+    class ClusterExecutor:
+        name = "elsewhere"
+        joins_cluster = True
+
+        def create_engine(self, *args: object) -> None:
+            raise AssertionError("refused before any engine")
+
+    policy = tmp_path / "p.toml"
+    policy.write_text("sequential = true\nlook_every = 8\n")
+    opts = RunOptions(
+        workload=smoke_workload, engine="fake", policy=policy, runs_dir=tmp_path / "runs",
+        policy_unsafe_reason="test",
+    )  # fmt: skip
+    with pytest.raises(BadInput, match=r"executor 'elsewhere' \(on a cluster's workers\) cannot"):
+        run_job(opts, ClusterExecutor())  # type: ignore[arg-type]
+    assert not (tmp_path / "runs").exists()
