@@ -27,16 +27,27 @@ if TYPE_CHECKING:
 @click.option(
     "--check", "check", type=click.Path(path_type=Path), default=None, help="Verify a workload file."
 )
+@click.option(
+    "--verbose", is_flag=True, help="Show the libraries' progress bars (a model's conversion or download)."
+)
+@click.pass_context
 def freeze(
+    ctx: click.Context,
     suites: tuple[str, ...],
     output: Path | None,
     model: str | None,
     seed: int,
     limit: int | None,
     check: Path | None,
+    verbose: bool,
 ) -> None:
     """Freeze SUITES (names or TOML files) into a versioned, hashed Parquet workload."""
+    from kvgate.cli.library_bars import hide_library_progress_bars
+    from kvgate.cli.one_shot import PROCESS
     from kvgate.errors import BadInput
+
+    if ctx.obj is PROCESS and not verbose:
+        hide_library_progress_bars()
 
     if check is not None:
         from kvgate.workload.schema import read_workload

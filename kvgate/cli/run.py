@@ -150,12 +150,16 @@ def run(
 
     Every run is new: its directory is printed when it starts. `--resume DIR` continues one.
     """
+    from kvgate.cli.library_bars import hide_library_progress_bars
+    from kvgate.cli.one_shot import PROCESS
     from kvgate.cli.policy_flags import declared_policy
     from kvgate.engines.server.endpoints import with_endpoints
     from kvgate.errors import BadInput
     from kvgate.executors.registry import executor_for
     from kvgate.runner.job import RunOptions
 
+    if ctx.obj is PROCESS and not verbose:
+        hide_library_progress_bars()
     if resume is None:  # a resumed run takes its engine and model from its manifest, never the environment
         # an explicit value, even an empty one (refused below), wins over the environment
         engine = engine if engine is not None else env_default("KVGATE_ENGINE")
