@@ -66,11 +66,14 @@ def child(mark: str, argv: list[str]) -> None:
 
 def command(tree: Path, workload: Path, matrix: Path, runs: Path) -> tuple[list[str], dict[str, str]]:
     """The child's argv and environment for kvgate at `tree`, with that tree's own model cache (the
-    conversion a tree made is part of what its start-up loads)."""
+    conversion a tree made is part of what its start-up loads) and Python's bytecode cache on, as by
+    default (PYTHONDONTWRITEBYTECODE emptied: a checkout's modules are compiled once, by the warm-up, as
+    an installed package's are at install, not at every start)."""
     mark = runs.with_suffix(".first")
     argv = [common.PYTHON, str(Path(__file__).resolve()), "--child", str(mark), "--engine", "hf"]
     argv += ["-w", str(workload), "-m", str(matrix), "--limit", "1", "-o", str(runs), "--quiet"]
-    return argv, {"PYTHONPATH": str(tree), "KVGATE_CACHE": str(tree / ".cache" / "kvgate")}
+    env = {"PYTHONPATH": str(tree), "KVGATE_CACHE": str(tree / ".cache" / "kvgate")}
+    return argv, {**env, "PYTHONDONTWRITEBYTECODE": ""}
 
 
 def first_generation(argv: list[str], env: dict[str, str], name: str) -> common.ChildRun:
