@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgate.errors import BadInput
+from kvgate.spec_kinds import GOES_TO, WHAT, is_parquet
 
 MAX_DEPTH = 64
 """Deepest nesting of tables, arrays or objects a spec, manifest or index may hold (kvgate's own go
@@ -35,6 +36,8 @@ def read_bytes(path: Path, limit: int, what: str) -> bytes:
             kind = _kind(mode.st_mode)
             raise BadInput(f"{what} {path} is not a regular file (a {kind}); kvgate reads only regular files")
         if mode.st_size > limit:
+            if is_parquet(os.pread(fd, 4, 0)):
+                raise BadInput(_parquet(path, what))
             raise BadInput(f"{what} {path} is larger than {limit} bytes ({mode.st_size}); give a smaller one")
         os.set_blocking(fd, True)
         chunks, left = [], limit + 1
@@ -57,7 +60,14 @@ def read_text(path: Path, limit: int, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if is_parquet(data):
+            raise BadInput(_parquet(path, what)) from None
         raise BadInput(f"{what} {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def _parquet(path: Path, what: str) -> str:
+    """A Parquet file where a text file of kind `what` belongs: what it is and where it goes."""
+    return f"{path} is {WHAT['parquet']}, not {WHAT.get(what, f'a {what}')}: {GOES_TO['parquet']}"
 
 
 def load_json(path: Path, limit: int, what: str) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kvgate.bounded_file import check_depth, read_text
 from kvgate.errors import BadInput
+from kvgate.spec_kinds import GOES_TO, WHAT, text_kind
 
 MAX_INT = 1 << 31
 """Largest magnitude of an integer a spec may hold (a seed); counts have tighter documented maxima."""
@@ -33,6 +34,8 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
+        if text_kind(text) == "trace":
+            raise BadInput(f"{where} is {WHAT['trace']}, not TOML: {GOES_TO['trace']}") from None
         raise BadInput(f"{where}: invalid TOML: {exc}") from None
     except RecursionError:
         raise BadInput(f"{where}: nested too deeply") from None

@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"gate", "validators", "model_hub", "converted_model", "arrow_numpy"},
     {"stats", "tomlspec", "registry", "names", "paths", "shipped", "contained"},
     {"bounded_file"},
+    {"spec_kinds"},
     {"errors", "__init__", "allocator"},
 ]
 REPORT_LAYERS = ["kvgate.report.render", "kvgate.report.analysis", "kvgate.report.document"]

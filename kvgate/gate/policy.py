@@ -38,6 +38,7 @@ from typing import Any
 from kvgate import shipped
 from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
+from kvgate.spec_kinds import TOP_KEYS, refuse_other_kind
 from kvgate.tomlspec import MAX_TOML_BYTES, check_keys, parse_toml
 
 RULES = ("upper_bound", "point")
@@ -177,12 +178,8 @@ class Policy:
 
 def parse_policy(text: str, where: str) -> Policy:
     data = parse_toml(text, where)
-    allowed = {
-        "tau", "confidence", "rule", "min_control_passes", "holm", "critical", "slice_tau",
-        "signal_alpha", "aa_margin", "aa_alpha", "cluster", "allow_unwinnable", "sequential", "look_every",
-        "spending_power", "expected_control_pass_rate", "defects", "strata",
-    }  # fmt: skip
-    check_keys(data, allowed, where)
+    refuse_other_kind(data, "policy", where)
+    check_keys(data, set(TOP_KEYS["policy"]), where)
     critical = data.get("critical", [])
     sequential = data.get("sequential", False)
     if sequential == "looks":

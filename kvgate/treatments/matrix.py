@@ -41,12 +41,12 @@ from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
 from kvgate.names import check_name, exists
 from kvgate.registry import unknown_name
+from kvgate.spec_kinds import TOP_KEYS, refuse_other_kind
 from kvgate.tomlspec import MAX_TOML_BYTES, check_field_type, check_keys, load_toml, parse_toml
 from kvgate.treatments.spec import TREATMENT_TYPES, Composite, Treatment
 
 CATALOG = "catalog"
 NOT_MATRICES = {CATALOG, "policy"}
-TOP_KEYS = {"matrix", "treatment", "arm", "faults", "load"}
 MAX_CONFIRM_RERUNS = 10
 """Most confirm-reruns of each candidate-only failure a matrix may ask for."""
 MAX_BATCH_SIZE = 4096
@@ -206,7 +206,8 @@ def catalog_tables() -> dict[str, dict[str, Any]]:
 def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
     """Parse a matrix spec; `where` names it in errors (a path, or a run's manifest when resuming)."""
     data = parse_toml(text, where)
-    check_keys(data, TOP_KEYS, where, required=frozenset({"matrix"}))
+    refuse_other_kind(data, "matrix", where)
+    check_keys(data, set(TOP_KEYS["matrix"]), where, required=frozenset({"matrix"}))
     here = f"{where} [matrix]"
     spec = _table(data["matrix"], here)
     check_keys(spec, MATRIX_KEYS, here, required=frozenset({"control", "candidates"}))

@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import to_numpy
 from kvgate.errors import BadInput
+from kvgate.spec_kinds import GOES_TO, WHAT, toml_kind
+from kvgate.tomlspec import load_toml
 from kvgate.workload.case import SOURCE_ID, Case
 from kvgate.workload.checks import check_cases, check_meta
 from kvgate.workload.decoded_size import read_bounded
@@ -212,8 +214,8 @@ TRACE_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 
 def not_frozen(path: Path) -> str:
-    """What a trace or a suite given where a frozen workload belongs is, and what to do ("" for
-    anything else)."""
+    """What a trace, a suite, a matrix or a policy given where a frozen workload belongs is, and what to
+    do ("" for anything else)."""
     suffix = path.suffix.lower()
     if suffix in TRACE_SUFFIXES:
         return (
@@ -221,11 +223,23 @@ def not_frozen(path: Path) -> str:
             f'path = "{path.name}", then `kvgate freeze SUITE.toml --model MODEL -o WORKLOAD.parquet`)'
         )
     if suffix == ".toml":
+        kind = _toml_kind(path)
+        if kind != "suite":
+            return f"{WHAT[kind]}, not a frozen workload: {GOES_TO[kind]}"
         return (
             "a suite, not a frozen workload: freeze it first with "
             f"`kvgate freeze {path} --model MODEL -o WORKLOAD.parquet` and pass that to -w"
         )
     return ""
+
+
+def _toml_kind(path: Path) -> str:
+    """The kind of TOML spec at `path`: a suite unless its keys say it is another (`spec_kinds`)."""
+    try:
+        data = load_toml(path)
+    except BadInput:
+        return "suite"
+    return toml_kind(data) or "suite"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -26,6 +26,7 @@ from kvgate import shipped
 from kvgate.errors import BadInput
 from kvgate.names import check_name, exists
 from kvgate.registry import unknown_name
+from kvgate.spec_kinds import TOP_KEYS, refuse_other_kind
 from kvgate.tomlspec import check_field_type, check_keys, load_toml
 from kvgate.workload.generators.base import GENERATORS, Generator, param_names
 
@@ -73,10 +74,11 @@ def resolve_suite(name_or_path: str) -> SuiteSpec:
 
 
 def parse_suite(path: Path) -> SuiteSpec:
-    data = load_toml(path)
+    data = load_toml(path, "suite")
     where = str(path)
     sources = _sources(path.parent.absolute())
-    check_keys(data, {"name", "description", "generate", *sources}, where, required=frozenset({"name"}))
+    refuse_other_kind(data, "suite", where)
+    check_keys(data, set(TOP_KEYS["suite"]), where, required=frozenset({"name"}))
     entries = []
     for i, table in enumerate(_entries(data, "generate", where)):
         here = f"{where} [[generate]] #{i + 1}"

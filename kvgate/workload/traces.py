@@ -49,6 +49,8 @@ from typing import Any
 
 from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
+from kvgate.spec_kinds import toml_kind, wrong_kind
+from kvgate.tomlspec import parse_toml
 from kvgate.workload.case import CaseDraft
 from kvgate.workload.generators.common import length_bucket
 from kvgate.workload.generators.tool_call import tools_system_prompt
@@ -109,7 +111,7 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
         except (OSError, pa.ArrowException) as exc:
             raise BadInput(f"trace {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
         return [(f"{path} row {i}", i, row) for i, row in enumerate(rows, 1)]
-    records = []
+    records: list[tuple[str, int, dict[str, Any]]] = []
     try:
         text = read_text(path, MAX_TRACE_BYTES, "trace")
     except FileNotFoundError:
@@ -121,6 +123,9 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
+            kind = None if records else _spec_kind(text)
+            if kind is not None:  # a suite, matrix or policy given where a trace belongs
+                raise BadInput(wrong_kind(str(path), kind, "trace")) from None
             raise BadInput(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
             raise BadInput(f"{where}: nested thousands of levels deep; no request is") from None
@@ -128,6 +133,14 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
             raise BadInput(f"{where}: a record must be a JSON object, got {type(record).__name__}")
         records.append((where, lineno, record))
     return records
+
+
+def _spec_kind(text: str) -> str | None:
+    """The kind of kvgate TOML spec `text` is (`spec_kinds.toml_kind`), or None when it is none."""
+    try:
+        return toml_kind(parse_toml(text, "trace"))
+    except BadInput:
+        return None
 
 
 def _json_field(value: Any) -> Any:
