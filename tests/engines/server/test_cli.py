@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("httpx")
 from click.testing import CliRunner, Result
+from helpers.matrix_run import run_matrix
 from stub_server import StubServer, launch_template, start_stub
 
 from kvgate.cli import cli
@@ -42,20 +43,9 @@ def stubs(answers: dict[str, str]) -> Iterator[Any]:
 
 
 def run(tmp_path: Path, workload: Path, model: Path, concurrency: int, *extra: str) -> Result:
-    matrix = tmp_path / f"c{concurrency}.toml"
-    matrix.write_text(MATRIX.format(concurrency=concurrency))
-    argv = [
-        "run",
-        "-w",
-        str(workload),
-        "-m",
-        str(matrix),
-        "--model",
-        str(model),
-        "-o",
-        str(tmp_path / "runs"),
-    ]
-    return CliRunner().invoke(cli, [*argv, *extra])
+    return run_matrix(
+        tmp_path, MATRIX.format(concurrency=concurrency), workload, model, *extra, name=f"c{concurrency}"
+    )
 
 
 def run_dir_of(result: Result) -> Path:

@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("httpx")
 from click.testing import CliRunner
+from helpers.matrix_run import run_matrix
 from stub_server import StubServer, launch_template, start_stub
 
 from kvgate.cli import cli
@@ -70,24 +71,6 @@ def test_an_answer_that_names_no_version_is_recorded_as_none(status: int | None,
     assert VersionAnswer("x", "/v", "version").recorded(200, b'{"version": "1.2"}')["version"] == "1.2"
 
 
-def run(tmp_path: Path, workload: Path, model: Path, *extra: str) -> tuple[int, str]:
-    matrix = tmp_path / "matrix.toml"
-    matrix.write_text(MATRIX)
-    argv = [
-        "run",
-        "-w",
-        str(workload),
-        "-m",
-        str(matrix),
-        "--model",
-        str(model),
-        "-o",
-        str(tmp_path / "runs"),
-    ]
-    result = CliRunner().invoke(cli, [*argv, *extra])
-    return result.exit_code, result.output
-
-
 def test_a_resume_against_another_server_version_is_refused(
     smoke_workload: Path,
     stub_model: Path,
@@ -100,7 +83,9 @@ def test_a_resume_against_another_server_version_is_refused(
     back it completes, also when its manifest predates the field."""
     command = launch_template(answers_file, "--die-after 10", f"--die-marker {tmp_path / 'died'}")
     monkeypatch.setenv("STUB_SERVER_VERSION", "stub-1")
-    code, _ = run(tmp_path, smoke_workload, stub_model, "--engine", "server", "-E", f"command={command}")
+    code = run_matrix(
+        tmp_path, MATRIX, smoke_workload, stub_model, "--engine", "server", "-E", f"command={command}"
+    ).exit_code
     assert code == 4
     run_dir = next(iter((tmp_path / "runs").iterdir()))
     recorded = {"stack": "vLLM", "version": "stub-1", "source": "GET /version version"}
@@ -134,7 +119,8 @@ def test_arms_on_servers_of_two_versions_are_refused(
     servers: list[StubServer] = [start_stub(answers), start_stub(answers, version="stub-2")]
     try:
         endpoints = ["--endpoint", f"full={servers[0].url}", "--endpoint", f"prefix-reuse={servers[1].url}"]
-        code, output = run(tmp_path, smoke_workload, stub_model, *endpoints)
+        result = run_matrix(tmp_path, MATRIX, smoke_workload, stub_model, *endpoints)
+        code, output = result.exit_code, result.output
     finally:
         for server in servers:
             server.stop()
