@@ -9,30 +9,22 @@ import subprocess
 import sys
 
 import pytest
+from helpers.mallinfo import MALLINFO2_PRELUDE
 
 from kvgate import allocator
 
-PROBE = """
-import ctypes, json, sys
+PROBE = (
+    MALLINFO2_PRELUDE
+    + """
+import json, sys
 from kvgate.allocator import keep_freed_memory
-
-
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-        "keepcost")]
-
-
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = MallInfo2
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
 took = keep_freed_memory() if sys.argv[1] == "keep" else None
 block = libc.malloc(16 << 20)
 mapped = libc.mallinfo2().hblkhd
 libc.free(block)
 print(json.dumps({"took": took, "mapped": mapped, "heap_after_free": libc.mallinfo2().arena}))
 """
+)
 
 
 def probe(mode: str) -> dict[str, int]:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.mallinfo import MALLINFO2_PRELUDE
 
 from kvgate import allocator
 from kvgate.cli.one_shot import without_cycle_collection
@@ -53,8 +54,10 @@ facts = {"threads": threads, "body": seen[:], "collector_after": gc.isenabled()}
 facts["frozen_in_process"] = gc.get_freeze_count()
 print(json.dumps(facts))
 """
-AS_PROCESS = """
-import ctypes, gc, json, sys
+AS_PROCESS = (
+    MALLINFO2_PRELUDE
+    + """
+import gc, json, sys
 from kvgate.cli import main
 sys.argv = ["kvgate", "report", sys.argv[1], "--format", "json", "-o", "/dev/null"]
 try:
@@ -62,17 +65,6 @@ try:
 except SystemExit as exit:
     code = exit.code
 import pyarrow
-
-
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
-        "keepcost")]
-
-
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = MallInfo2
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 before = libc.mallinfo2().hblkhd
 block = libc.malloc(16 << 20)
 print(json.dumps({
@@ -80,6 +72,7 @@ print(json.dumps({
     "mapped_afresh": libc.mallinfo2().hblkhd - before,
 }))
 """
+)
 
 
 def report_process(run: Path, script: str = CHECK) -> dict[str, object]:
