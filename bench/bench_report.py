@@ -8,6 +8,11 @@ included); wall, CPU (user + system) and peak RSS come from `os.wait4`. The mach
 seconds are the steadier figure: on an idle machine the wall time is at most about the CPU time.
 The in-process `build_report` is profiled once, to show where the time goes.
 
+Beside it, in each repetition, the same run as `kvgate run` leaves a complete run: a copy whose parts of
+each arm are merged into one at the end of its passes (rundir.store.compact; here one part per arm). Its
+JSON report must be byte-identical to the small parts' one: the same rows in fewer, larger parts, so the
+difference is the cost of opening and checking each of the 980 parts.
+
 The floor, in each repetition beside the report (the order rotating, with `--against` among the two
 trees): a fresh process that imports
 pyarrow and reads the columns the report reads (the verdicts' and the texts kept for failing examples)
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +56,29 @@ for path in sorted(Path(sys.argv[1]).glob("results/*/part-*.parquet")):
 """The bare read: every part's report columns, one call each (the kvgate imports name the columns)."""
 
 
+COMPACT = """
+import json, sys
+from pathlib import Path
+from kvgate.rundir.store import compact
+copy = Path(sys.argv[1])
+for arm in json.loads((copy / "manifest.json").read_text(encoding="utf-8"))["arms"]:
+    compact(copy, arm)
+"""
+"""Merges each arm's parts of a run copy into one (rundir.store.compact, as `kvgate run` does when a pass
+ends); in a child process, so that this one stays small (a child's peak RSS counts its parent's at fork)."""
+
+
+def compacted_copy(run_dir: Path, into: Path) -> Path:
+    """A copy of `run_dir` under `into` with each arm's parts merged into one, as `kvgate run` merges them
+    when a pass ends (the copy is this benchmark's own, so no lock is taken)."""
+    copy = into / "compacted" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    merged = common.run_child([common.PYTHON, "-c", COMPACT, str(copy)], 300)
+    if merged.returncode != 0:
+        raise SystemExit(f"compacting the run's copy failed: {common.last_line(merged.stderr)}")
+    return copy
+
+
 def run_dir_in(root: Path) -> Path:
     """The synthesised run under `root`, made once (reused when `root` already holds it)."""
     existing = sorted((root / "runs").glob("*/manifest.json"))
@@ -71,13 +100,20 @@ def main(argv: list[str] | None = None) -> int:
         run_dir = run_dir_in(args.keep or Path(tmp))
         parts = sum(1 for _ in (run_dir / "results").glob("*/part-*.parquet"))
         argv_report = [common.KVGATE, "report", str(run_dir), "--format", "json", "-o", "/dev/null"]
+        compacted = compacted_copy(run_dir, Path(tmp))
+        compacted_parts = sum(1 for _ in (compacted / "results").glob("*/part-*.parquet"))
         common.run_child(argv_report, 300)  # warm the page cache
         if args.against is not None:
-            children, before, floors = alternated(run_dir, args.against.resolve(), repeat, Path(tmp))
+            runs = alternated(run_dir, compacted, args.against.resolve(), repeat, Path(tmp))
         else:
-            children, floors = beside_floor(argv_report, run_dir, repeat)
-            before = []
-        bad = [c for c in children + before if c.returncode not in (0, 1, 3, 4)]
+            runs = beside_floor(run_dir, compacted, repeat, Path(tmp))
+        children, before, floors, merged = (
+            runs["this"],
+            runs.get("other", []),
+            runs["floor"],
+            runs["compacted"],
+        )
+        bad = [c for c in children + before + merged if c.returncode not in (0, 1, 3, 4)]
         bad += [c for c in floors if c.returncode != 0]
         if bad:
             raise SystemExit(f"kvgate report failed ({bad[0].returncode}): {common.last_line(bad[0].stderr)}")
@@ -105,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         + common.table(["", "median", "best", "target", "median vs target"], rows)
         + (against_text(args.against, before, children) if before else "")
         + (floor_text(floors, children) if floors else "")
+        + compacted_text(merged, children, compacted_parts, parts)
         + "\n\nWhere `build_report` spends its time in process (cProfile, one call):\n\n"
         + profile
         + "\n"
@@ -117,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": walls, "cpu_s": cpus, "peak_rss_mib": rss, "rows": ARMS * CASES, "parts": parts,
             "against_cpu_s": [c.cpu_s for c in before], "against_wall_s": [c.wall_s for c in before],
             "floor_cpu_s": [c.cpu_s for c in floors],
+            "compacted_cpu_s": [c.cpu_s for c in merged], "compacted_parts": compacted_parts,
+            "compacted_peak_rss_mib": max(c.peak_rss_mib for c in merged),
         },
     )  # fmt: skip
     return 0
@@ -126,18 +165,35 @@ def floor_argv(run_dir: Path) -> list[str]:
     return [common.PYTHON, "-c", FLOOR, str(run_dir)]
 
 
-def beside_floor(
-    argv_report: list[str], run_dir: Path, repeat: int
-) -> tuple[list[common.ChildRun], list[common.ChildRun]]:
-    """(the report's runs, the bare read's): one of each per repetition, the order alternating."""
-    reports, floors = [], []
+def beside_floor(run_dir: Path, compacted: Path, repeat: int, tmp: Path) -> dict[str, list[common.ChildRun]]:
+    """This tree's report runs on the run and on its compacted copy, and the bare read's: one of each per
+    repetition, the order rotating; each repetition's two JSON reports must be byte-identical."""
+    return sides(run_dir, compacted, {"this": common.REPO_ROOT}, repeat, tmp)
+
+
+def report_argv(run_dir: Path, out: Path) -> list[str]:
+    return [common.KVGATE, "report", str(run_dir), "--format", "json", "-o", str(out)]
+
+
+def sides(
+    run_dir: Path, compacted: Path, trees: dict[str, Path], repeat: int, tmp: Path
+) -> dict[str, list[common.ChildRun]]:
+    """Each tree's report on the run, this tree's on the compacted copy, and the bare read: one of each
+    per repetition in `common.rotated` order; a repetition's JSON reports must all be byte-identical."""
+    names = [*trees, "compacted", "floor"]
+    runs: dict[str, list[common.ChildRun]] = {name: [] for name in names}
     for i in range(repeat):
-        for side in ("report", "floor") if i % 2 == 0 else ("floor", "report"):
-            if side == "report":
-                reports.append(common.run_child(argv_report, 300))
-            else:
-                floors.append(common.run_child(floor_argv(run_dir), 300))
-    return reports, floors
+        for side in common.rotated(names, i):
+            if side == "floor":
+                runs["floor"].append(common.run_child(floor_argv(run_dir), 300))
+                continue
+            tree, run = (common.REPO_ROOT, compacted) if side == "compacted" else (trees[side], run_dir)
+            env = {"PYTHONPATH": str(tree)}
+            runs[side].append(common.run_child(report_argv(run, tmp / f"{side}.json"), 300, env=env))
+        for side in names[1:-1]:
+            if not filecmp.cmp(tmp / "this.json", tmp / f"{side}.json", shallow=False):
+                raise SystemExit(f"the JSON reports of this tree and {side} differ (repetition {i + 1})")
+    return runs
 
 
 def floor_text(floors: list[common.ChildRun], reports: list[common.ChildRun]) -> str:
@@ -159,25 +215,34 @@ def floor_text(floors: list[common.ChildRun], reports: list[common.ChildRun]) ->
 
 
 def alternated(
-    run_dir: Path, other: Path, repeat: int, tmp: Path
-) -> tuple[list[common.ChildRun], list[common.ChildRun], list[common.ChildRun]]:
-    """(this tree's runs, `other`'s runs, the bare read's): one of each per repetition, the order
-    rotating; each repetition's two JSON reports must be byte-identical."""
-    trees = {"this": common.REPO_ROOT, "other": other}
-    runs: dict[str, list[common.ChildRun]] = {"this": [], "other": [], "floor": []}
-    orders = [("this", "other", "floor"), ("other", "floor", "this"), ("floor", "this", "other")]
-    for i in range(repeat):
-        for side in orders[i % 3]:
-            if side == "floor":
-                runs["floor"].append(common.run_child(floor_argv(run_dir), 300))
-                continue
-            out = tmp / f"{side}.json"
-            argv = [common.KVGATE, "report", str(run_dir), "--format", "json", "-o", str(out)]
-            env = {"PYTHONPATH": str(trees[side])}
-            runs[side].append(common.run_child(argv, 300, env=env))
-        if not filecmp.cmp(tmp / "this.json", tmp / "other.json", shallow=False):
-            raise SystemExit(f"the two trees' JSON reports differ (repetition {i + 1})")
-    return runs["this"], runs["other"], runs["floor"]
+    run_dir: Path, compacted: Path, other: Path, repeat: int, tmp: Path
+) -> dict[str, list[common.ChildRun]]:
+    """`beside_floor` with `other`'s report on the run as well (PYTHONPATH pointing at that tree)."""
+    return sides(run_dir, compacted, {"this": common.REPO_ROOT, "other": other}, repeat, tmp)
+
+
+def compacted_text(
+    merged: list[common.ChildRun], reports: list[common.ChildRun], merged_parts: int, parts: int
+) -> str:
+    """The compacted copy's report against the small parts' one, per repetition."""
+    ratios = [m.cpu_s / r.cpu_s for m, r in zip(merged, reports, strict=True)]
+    rows = [
+        ["CPU s (median)", f"{common.median([r.cpu_s for r in reports]):.2f}",
+         f"{common.median([m.cpu_s for m in merged]):.2f}", f"**{common.median(ratios):.2f}×**"],
+        ["each repetition: CPU s", ", ".join(f"{r.cpu_s:.2f}" for r in reports),
+         ", ".join(f"{m.cpu_s:.2f}" for m in merged), ", ".join(f"{x:.2f}" for x in ratios)],
+        ["peak RSS MiB (max)", f"{max(r.peak_rss_mib for r in reports):.0f}",
+         f"{max(m.peak_rss_mib for m in merged):.0f}", ""],
+    ]  # fmt: skip
+    return (
+        "\n\nThe same run as `kvgate run` leaves it (each arm's parts merged when its passes end: "
+        f"{merged_parts} parts), this tree, in the same rotation of each repetition; its JSON report "
+        "byte-identical:\n\n"
+        + common.table(
+            ["", f"{parts} parts of ≤ {PART_ROWS} rows", f"{merged_parts} merged parts", "merged ÷ small"],
+            rows,
+        )
+    )
 
 
 def against_text(other: Path, before: list[common.ChildRun], after: list[common.ChildRun]) -> str:

@@ -16,6 +16,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
+import bench_report  # noqa: E402
 import common  # noqa: E402
 import growth  # noqa: E402
 import startup  # noqa: E402
@@ -77,6 +78,19 @@ def test_synthetic_run_is_a_run_the_report_reads(tmp_path: Path) -> None:
     report = build_report(run_dir)
     assert report.control.n == 40
     assert report.run.n_cases == 40
+
+
+def test_the_compacted_copy_holds_the_same_rows_in_one_part_per_arm(tmp_path: Path) -> None:
+    from kvgate.report.analysis.build import build_report
+    from kvgate.report.render.formats import render_json
+
+    run_dir = workloads.synthetic_run(tmp_path, n_cases=40, rows_per_part=16)
+    copy = bench_report.compacted_copy(run_dir, tmp_path / "copies")
+    arms = {p.parent.name: p.name for p in copy.glob("results/*/part-*.parquet")}
+    assert sorted(arms) == sorted(p.name for p in run_dir.glob("results/*") if p.is_dir())
+    assert len(list(copy.glob("results/*/part-*.parquet"))) == len(arms)  # one part per arm
+    assert len(list(run_dir.glob("results/*/part-*.parquet"))) > len(arms)  # the original left alone
+    assert render_json(build_report(copy)) == render_json(build_report(run_dir))
 
 
 def test_kvgate_control_pass_through_the_runner(tmp_path: Path) -> None:
