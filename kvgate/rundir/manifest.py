@@ -148,6 +148,8 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
             raise BadInput(f"{path} is a link, not the run's own manifest; use the run it belongs to")
         manifest = load_json(path, MAX_MANIFEST_BYTES, "manifest")
     except FileNotFoundError:
+        if not run_dir.exists():
+            raise BadInput(f"run {run_dir} does not exist; `kvgate runs [RUNS_DIR]` lists the runs") from None
         if stopped_before_it_began(run_dir):
             raise BadInput(
                 f"{run_dir} has no {MANIFEST}: the run was stopped before it began, so nothing was "

@@ -76,3 +76,17 @@ def test_run_help_names_every_engine() -> None:
 
     shown = " ".join(kvgate("run", "--help").output.split())
     assert " | ".join(ENGINES.names()) in shown and "llamacpp" in shown
+
+
+def test_a_run_that_does_not_exist_is_named_so(tmp_path: Path) -> None:
+    """`kvgate report nosuch` said "nosuch is not a kvgate run: no manifest.json", as for a folder that
+    holds something else."""
+    missing = tmp_path / "nosuch"
+    for args in (["report", missing], ["run", "--resume", missing], ["view", missing]):
+        result = kvgate(*args)
+        assert result.exit_code == 2
+        assert (
+            result.stderr
+            == f"kvgate: error: run {missing} does not exist; `kvgate runs [RUNS_DIR]` lists the runs\n"
+        )
+    assert "is not a kvgate run: no manifest.json" in kvgate("report", tmp_path).stderr

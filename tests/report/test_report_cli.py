@@ -283,7 +283,7 @@ def test_bad_run_directories_are_one_line_errors(fixed_run: Path, tmp_path: Path
     result = invoke(str(target))
     assert result.exit_code == 2
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
-    assert {"missing": "not a kvgate run", "not_a_run": "not a kvgate run", "no_workload": "does not exist"}[
+    assert {"missing": "does not exist", "not_a_run": "not a kvgate run", "no_workload": "does not exist"}[
         make
     ] in (result.output)
 
