@@ -110,3 +110,6 @@ def test_the_embedded_model_loads_without_drawing_random_weights(model_folder: P
 
     record = current_record(model_folder, resolve_model("smollm2-135m").gguf_path())
     assert record is not None and record["converter"] == CONVERTER_VERSION
+    from kvgate.engines.vllm.model import needs_renamed_embeddings
+
+    assert needs_renamed_embeddings(model_folder) is None  # vLLM loads it as it is

@@ -4,9 +4,10 @@ A checkpoint whose config ties the word embeddings may hold the shared matrix un
 transformers accepts `lm_head.weight` alone; vLLM's Llama loader ties `lm_head` to
 `model.embed_tokens.weight`, and when only `lm_head.weight` is present it keeps that as an untied head
 and leaves the input embeddings uninitialised, so every logit comes out equal (each token at
-log(1/vocab)). The embedded model's converted folder is such a checkpoint (safetensors' `save_model`
-keeps the head's name), so vLLM gets a derived folder with the tensor renamed: the same bytes, one key
-changed in the safetensors header, the other files linked. A folder that needs no change is used as is.
+log(1/vocab)). Such a checkpoint gets a derived folder with the tensor renamed: the same bytes, one key
+changed in the safetensors header, the other files linked. A folder that needs no change is used as is,
+as the embedded model's conversion is since converter 2 stores the embeddings' name (converted_model;
+converter 1 kept the head's, and vLLM loaded a 538 MB renamed copy).
 """
 
 from __future__ import annotations
