@@ -15,16 +15,25 @@ takes the new size and mtime). Anything else (an older converter, another GGUF, 
 damaged in a way that changed their stat) converts the model again, replacing the folder in one rename.
 Hashing only a file whose stat changed keeps the check to two `stat` calls per start-up (hashing the
 538 MB of weights would cost ≈0.4 CPU-s).
+
+Converting holds an exclusive advisory lock on a file beside the folder (`conversion_lock`), and the
+record is read again once it is held: processes starting together on a fresh cache (two test workers,
+two runs) convert once, and none replaces a folder that another has just converted and is reading.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kvgate.errors import BadInput
 from kvgate.paths import replaced_folder
 
 CONVERTER_VERSION = 2
@@ -66,6 +75,40 @@ def current_record(folder: Path, gguf: Path) -> dict[str, Any] | None:
     if refreshed != record:  # same bytes, new stat (a copy, a reinstall): hash them once only
         _write_record(folder, refreshed)
     return refreshed
+
+
+def ensure_converted(name: str, gguf: Path, target: Path) -> None:
+    """`target` made this converter's conversion of `gguf` (the model `name`) unless it already is; one
+    process converts while the others wait for it (conversion_lock)."""
+    if current_record(target, gguf) is not None:
+        return
+    with conversion_lock(target):
+        if current_record(target, gguf) is None:  # not converted by whoever held the lock before
+            convert(name, gguf, target)
+
+
+@contextmanager
+def conversion_lock(target: Path) -> Iterator[None]:
+    """Hold the exclusive lock on `.<target name>.lock` beside `target` for the block, waiting (with a
+    line on stderr) while another process holds it; the kernel drops it if its holder dies."""
+    path = target.parent / f".{target.name}.lock"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        raise BadInput(
+            f"cannot open {path} to convert the model: {exc.strerror or exc}; "
+            "set KVGATE_CACHE to a writable folder"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"kvgate: waiting for another process converting the model into {target}", file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def convert(name: str, gguf: Path, target: Path) -> None:

@@ -14,7 +14,7 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvgate.converted_model import convert, current_record, file_sha256
+from kvgate.converted_model import current_record, ensure_converted, file_sha256
 from kvgate.errors import BadInput
 from kvgate.model_hub import hub_snapshot, is_hub_id, snapshot_identity
 from kvgate.paths import cache_dir
@@ -130,8 +130,7 @@ def model_folder(model: ModelSpec) -> Path:
         return hub_snapshot(model.hub_id)
     target = _converted_folder(model)
     gguf = model.gguf_path()
-    if current_record(target, gguf) is None:
-        convert(model.name, gguf, target)
+    ensure_converted(model.name, gguf, target)
     return target
 
 

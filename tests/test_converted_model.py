@@ -113,3 +113,44 @@ def test_the_embedded_model_loads_without_drawing_random_weights(model_folder: P
     from kvgate.engines.vllm.model import needs_renamed_embeddings
 
     assert needs_renamed_embeddings(model_folder) is None  # vLLM loads it as it is
+
+
+def test_processes_starting_together_convert_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two callers on a fresh cache: the second waits on the lock, then finds the first's conversion."""
+    import threading
+
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(range(256)))
+    target = tmp_path / "cache" / "m"
+    calls: list[str] = []
+    started = threading.Event()
+
+    def slow_convert(name: str, source: Path, folder: Path) -> None:
+        calls.append(threading.current_thread().name)
+        started.set()
+        with converted_model.replaced_folder(folder) as tmp:
+            (tmp / WEIGHTS).write_bytes(b"weights")
+            threading.Event().wait(0.3)  # the other caller arrives while this one converts
+            (tmp / RECORD).write_text(json.dumps(record_of(name, source, tmp / WEIGHTS)))
+
+    monkeypatch.setattr(converted_model, "convert", slow_convert)
+    first = threading.Thread(target=converted_model.ensure_converted, args=("m", gguf, target), name="first")
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(
+        target=converted_model.ensure_converted, args=("m", gguf, target), name="second"
+    )
+    second.start()
+    first.join(10)
+    second.join(10)
+    assert calls == ["first"]
+    assert current_record(target, gguf) is not None
+
+
+def test_an_unwritable_cache_is_a_bad_input(tmp_path: Path) -> None:
+    from kvgate.errors import BadInput
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder belongs")
+    with pytest.raises(BadInput, match="KVGATE_CACHE"):
+        converted_model.ensure_converted("m", tmp_path / "model.gguf", blocker / "m")
