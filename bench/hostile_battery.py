@@ -1,5 +1,5 @@
 """A hostile battery: thousands of generated hostile inputs, each `kvgate …` in a child process, checked
-for the promises bad input must keep (docs/hardening.md).
+for the promises bad input must keep (docs/reference.md: its opening and "Exit codes").
 
 Cases are combinations — input class × mutation × command — not hand-written: the CLI's options × hostile
 values; policies, matrices and suites × raw mutations (encodings, depth, size, garbage) and field

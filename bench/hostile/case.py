@@ -1,6 +1,6 @@
 """A hostile case: the `kvgate` command line a family generates, what its sandbox holds, the exits its
-input allows; its outcome and the promises it broke (docs/hardening.md); and the `kvgate run` command
-line every family starts from."""
+input allows; its outcome and the promises it broke (docs/reference.md: its opening and "Exit codes");
+and the `kvgate run` command line every family starts from."""
 
 from __future__ import annotations
 
