@@ -196,17 +196,23 @@ def sides(
     return runs
 
 
+def paired_rows(base: list[common.ChildRun], other: list[common.ChildRun]) -> list[list[str]]:
+    """Table rows of two sides measured in the same repetitions: CPU s medians and each repetition's,
+    with `other` ÷ `base` per repetition, and each side's peak RSS."""
+    ratios = [o.cpu_s / b.cpu_s for b, o in zip(base, other, strict=True)]
+    return [
+        ["CPU s (median)", f"{common.median([b.cpu_s for b in base]):.2f}",
+         f"{common.median([o.cpu_s for o in other]):.2f}", f"**{common.median(ratios):.2f}×**"],
+        ["each repetition: CPU s", ", ".join(f"{b.cpu_s:.2f}" for b in base),
+         ", ".join(f"{o.cpu_s:.2f}" for o in other), ", ".join(f"{x:.2f}" for x in ratios)],
+        ["peak RSS MiB (max)", f"{max(b.peak_rss_mib for b in base):.0f}",
+         f"{max(o.peak_rss_mib for o in other):.0f}", ""],
+    ]  # fmt: skip
+
+
 def floor_text(floors: list[common.ChildRun], reports: list[common.ChildRun]) -> str:
     """The report's CPU seconds against the bare read's, per repetition."""
-    ratios = [r.cpu_s / f.cpu_s for r, f in zip(reports, floors, strict=True)]
-    rows = [
-        ["CPU s (median)", f"{common.median([f.cpu_s for f in floors]):.2f}",
-         f"{common.median([r.cpu_s for r in reports]):.2f}", f"**{common.median(ratios):.2f}×**"],
-        ["each repetition: CPU s", ", ".join(f"{f.cpu_s:.2f}" for f in floors),
-         ", ".join(f"{r.cpu_s:.2f}" for r in reports), ", ".join(f"{x:.2f}" for x in ratios)],
-        ["peak RSS MiB (max)", f"{max(f.peak_rss_mib for f in floors):.0f}",
-         f"{max(r.peak_rss_mib for r in reports):.0f}", ""],
-    ]  # fmt: skip
+    rows = paired_rows(floors, reports)
     return (
         "\n\nBeside the floor (a fresh process reading every part's report columns with pyarrow, nothing "
         "checked or converted), in the same rotation of each repetition:\n\n"
@@ -225,15 +231,7 @@ def compacted_text(
     merged: list[common.ChildRun], reports: list[common.ChildRun], merged_parts: int, parts: int
 ) -> str:
     """The compacted copy's report against the small parts' one, per repetition."""
-    ratios = [m.cpu_s / r.cpu_s for m, r in zip(merged, reports, strict=True)]
-    rows = [
-        ["CPU s (median)", f"{common.median([r.cpu_s for r in reports]):.2f}",
-         f"{common.median([m.cpu_s for m in merged]):.2f}", f"**{common.median(ratios):.2f}×**"],
-        ["each repetition: CPU s", ", ".join(f"{r.cpu_s:.2f}" for r in reports),
-         ", ".join(f"{m.cpu_s:.2f}" for m in merged), ", ".join(f"{x:.2f}" for x in ratios)],
-        ["peak RSS MiB (max)", f"{max(r.peak_rss_mib for r in reports):.0f}",
-         f"{max(m.peak_rss_mib for m in merged):.0f}", ""],
-    ]  # fmt: skip
+    rows = paired_rows(reports, merged)
     return (
         "\n\nThe same run as `kvgate run` leaves it (each arm's parts merged when its passes end: "
         f"{merged_parts} parts), this tree, in the same rotation of each repetition; its JSON report "
