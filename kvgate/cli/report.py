@@ -177,16 +177,14 @@ def report(
 
     formats = parse_formats(fmt, output)
     policy_text = read_policy_text(policy) if policy is not None else None
-    data, rows = verified_report(
-        run_dir, PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason)
-    )
+    change = PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason, source=str(policy))
+    data, rows = verified_report(run_dir, change)
     if data.policy.changed_reason and formats != ["table"]:
         click.echo(f"kvgate: policy changed after the run: {data.policy.changed_reason}", err=True)
     if compare is not None:
         from kvgate.report.analysis.compare import compare_reports
 
-        reason = policy_changed_reason if policy_text else None
-        baseline = build_report(compare, PolicyChange(policy_text, reason, policy_unsafe_reason))
+        baseline = build_report(compare, change)  # without --policy the reason is not read
         data = data.model_copy(update={"compare": compare_reports(data, baseline, allow_different)})
     if len(formats) == 1:
         emit(data, formats[0], output, junit_inconclusive)

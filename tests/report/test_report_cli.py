@@ -302,3 +302,12 @@ def test_several_formats_from_one_call(fixed_run: Path, tmp_path: Path) -> None:
     ):
         refused = invoke(str(fixed_run), *args)
         assert refused.exit_code == 2 and message in refused.output
+
+
+def test_a_matrix_given_as_the_policy_is_named_by_its_path(fixed_run: Path) -> None:
+    matrix = Path(__file__).resolve().parents[2] / "treatments" / "default.toml"
+    result = invoke(str(fixed_run), "--policy", str(matrix), "--policy-changed-reason", "r")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"kvgate: error: {matrix} is a matrix, not a policy: give it to `kvgate run -m`"
+    )

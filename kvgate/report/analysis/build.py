@@ -51,12 +51,14 @@ PROVENANCE = (
 @dataclass(frozen=True)
 class PolicyChange:
     """The policy a report gates on instead of the run's declared one (all None: the declared one).
-    `text`: the new policy's YAML; `reason`: why it changed (required when it does); `unsafe_reason`:
-    why it may run although unsafe (gate.feasibility)."""
+    `text`: the new policy's TOML; `reason`: why it changed (required when it does); `unsafe_reason`:
+    why it may run although unsafe (gate.feasibility); `source`: where the text came from, for its
+    errors (the file's path)."""
 
     text: str | None = None
     reason: str | None = None
     unsafe_reason: str | None = None
+    source: str = "--policy"
 
 
 DECLARED = PolicyChange()
@@ -71,7 +73,7 @@ def resolve_policy(
     stored_unsafe = manifest.get("policy_unsafe_reason")
     if change.text is None or change.text == manifest["policy_text"]:
         return declared, None, stored_unsafe
-    policy = parse_policy(change.text, "--policy")
+    policy = parse_policy(change.text, change.source)
     reason = change.reason
     if not reason or not reason.strip():
         raise BadInput(
