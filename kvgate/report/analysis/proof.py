@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import NumpyColumns
@@ -161,8 +162,16 @@ def _question_starts(manifest: dict[str, Any], rows: _Rows) -> np.ndarray | None
         return None
     with pq.ParquetFile(manifest["workload_path"]) as workload:
         table = workload.read(columns=["case_id", "question_start"], use_threads=False)
-    starts = dict(zip(table["case_id"].to_pylist(), table["question_start"].to_pylist(), strict=True))
-    return np.array([starts.get(c) or -1 for c in rows.case_ids.to_pylist()], dtype=np.int64)
+    return question_starts_of(rows.case_ids, table)
+
+
+def question_starts_of(case_ids: pa.ChunkedArray, workload: pa.Table) -> np.ndarray:
+    """`question_start` of each id in `case_ids` ([rows]) from the workload's (case_id, question_start)
+    columns, −1 where it is null or the case is not there; joined in Arrow (index_in then take), not
+    through a dict of a million Python strings."""
+    positions = pc.index_in(case_ids, value_set=workload["case_id"].combine_chunks())
+    starts = pc.take(workload["question_start"], positions)
+    return np.asarray(pc.fill_null(starts, -1).to_numpy(), dtype=np.int64)
 
 
 class _Proof:
