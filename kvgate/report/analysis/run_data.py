@@ -236,9 +236,6 @@ NUMERIC = {  # column → (fill for null, dtype)
     **{name: (np.nan, np.float64) for name in CERTIFICATE_SCORES},
     "kv_bytes": (-1, np.int64),
 }
-BATCHES_PER_THREAD = 4
-T = TypeVar("T")
-R = TypeVar("R")
 DICTIONARY_COLUMNS = ("arm", "fail_kind")
 """Few distinct values: read dictionary-encoded, never materialised as a million strings."""
 
@@ -250,12 +247,18 @@ def report_columns(path: Path, check: PartCheck | None = None, extra: Sequence[s
     return read_part(path, [*RESULT_COLUMNS, *extra], dictionary=DICTIONARY_COLUMNS, check=check)
 
 
+BATCHES_PER_THREAD = 4
+"""Tasks per reading thread: consecutive parts handed over together (in_batches)."""
+T = TypeVar("T")
+R = TypeVar("R")
+
+
 def in_batches(pool: Executor, function: Callable[[T], R], items: list[T]) -> list[R]:
     """`[function(item) for item in items]`, run on `pool` as BATCHES_PER_THREAD × THREADS tasks of
     consecutive items, not one task per item (each task handed over costs a lock and a wake-up)."""
     size = max(1, -(-len(items) // (BATCHES_PER_THREAD * THREADS)))
     batches = [items[i : i + size] for i in range(0, len(items), size)]
-    return [out for batch in pool.map(lambda items: [function(i) for i in items], batches) for out in batch]
+    return [out for batch in pool.map(lambda chunk: [function(i) for i in chunk], batches) for out in batch]
 
 
 def read_parts(
