@@ -123,15 +123,13 @@ def check_model_folder(model: ModelSpec) -> None:
 def model_folder(model: ModelSpec) -> Path:
     """A safetensors folder for `model`: its own, the hub's snapshot (downloaded into the hub's cache
     if missing), or the GGUF converted into kvgate's cache, again whenever the conversion there is not
-    this converter's of this GGUF (converted_model)."""
+    this converter's of this GGUF: the folder of the conversion current now, which a later conversion
+    never changes or removes while this process runs (converted_model)."""
     if model.folder is not None:
         return model.folder
     if model.hub_id is not None:
         return hub_snapshot(model.hub_id)
-    target = _converted_folder(model)
-    gguf = model.gguf_path()
-    ensure_converted(model.name, gguf, target)
-    return target
+    return ensure_converted(model.name, model.gguf_path(), _converted_folder(model))
 
 
 def _converted_folder(model: ModelSpec) -> Path:

@@ -42,6 +42,7 @@ GOES_TO = {
     "policy": "give it to --policy (`kvgate run`, `kvgate report`, `kvgate simulate`)",
     "trace": "name it in a suite's [[trace]] table (`kvgate init TRACE` writes such a suite)",
     "parquet": "a frozen workload goes to `kvgate run -w`, a Parquet trace into a suite's [[trace]] table",
+    "workload": "give it to `kvgate run -w` (`kvgate freeze --check` verifies it)",
 }
 """What to do with a file of each kind."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from kvgate.bounded_file import check_depth, read_text
 from kvgate.errors import BadInput
-from kvgate.spec_kinds import GOES_TO, WHAT, text_kind
+from kvgate.spec_kinds import GOES_TO, WHAT, text_kind, toml_kind
 
 MAX_INT = 1 << 31
 """Largest magnitude of an integer a spec may hold (a seed); counts have tighter documented maxima."""
@@ -42,6 +42,23 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
     check_depth(data, where)
     _check_values(data, where)
     return data
+
+
+def toml_text_kind(text: str) -> str | None:
+    """The kind of kvgate TOML spec `text` is (`spec_kinds.toml_kind`: a suite, a matrix or a policy);
+    None when it is not TOML or its keys name no single kind."""
+    try:
+        return toml_kind(parse_toml(text, "spec"))
+    except BadInput:
+        return None
+
+
+def toml_file_kind(path: Path) -> str | None:
+    """`toml_text_kind` of the file at `path`; None also when it cannot be read as a spec."""
+    try:
+        return toml_text_kind(read_text(path, MAX_TOML_BYTES, "spec"))
+    except (BadInput, OSError):
+        return None
 
 
 def _check_values(value: Any, where: str) -> None:

@@ -128,7 +128,7 @@ def test_processes_starting_together_convert_once(tmp_path: Path, monkeypatch: p
     def slow_convert(name: str, source: Path, folder: Path) -> None:
         calls.append(threading.current_thread().name)
         started.set()
-        with converted_model.replaced_folder(folder) as tmp:
+        with converted_model.new_version(folder) as tmp:
             (tmp / WEIGHTS).write_bytes(b"weights")
             threading.Event().wait(0.3)  # the other caller arrives while this one converts
             (tmp / RECORD).write_text(json.dumps(record_of(name, source, tmp / WEIGHTS)))

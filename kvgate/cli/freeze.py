@@ -52,6 +52,12 @@ def freeze(
     if check is not None:
         from kvgate.workload.schema import read_workload
 
+        if suites or output is not None:  # else the suites would not be frozen, nor -o written
+            raise BadInput(
+                "--check FILE verifies a frozen workload and freezes nothing: give it alone, or freeze "
+                "SUITES -o FILE without --check (freezing checks what it writes)"
+            )
+
         workload = read_workload(check)
         click.echo(
             f"{check}: ok — {len(workload.cases)} cases, schema_version {workload.meta['schema_version']}, "

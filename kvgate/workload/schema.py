@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from kvgate.arrow_numpy import to_numpy
 from kvgate.errors import BadInput
-from kvgate.spec_kinds import GOES_TO, WHAT, toml_kind
-from kvgate.tomlspec import load_toml
+from kvgate.spec_kinds import GOES_TO, WHAT
+from kvgate.tomlspec import toml_file_kind
 from kvgate.workload.case import SOURCE_ID, Case
 from kvgate.workload.checks import check_cases, check_meta
 from kvgate.workload.decoded_size import read_bounded
@@ -196,7 +196,7 @@ def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
         parquet = pq.ParquetFile(path)
         parquet.schema_arrow  # noqa: B018  (decoded here, where a garbled footer is caught)
     except FileNotFoundError:
-        raise BadInput(f"workload {path} does not exist") from None
+        raise BadInput(f"workload {path} does not exist; check the path (kvgate freeze writes one)") from None
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
         unfrozen = not_frozen(path)
         if unfrozen:
@@ -220,26 +220,22 @@ def not_frozen(path: Path) -> str:
     if suffix in TRACE_SUFFIXES:
         return (
             "a trace, not a frozen workload: freeze it first (a suite TOML with [[trace]] "
-            f'path = "{path.name}", then `kvgate freeze SUITE.toml --model MODEL -o WORKLOAD.parquet`)'
+            f'path = "{path.name}", which `kvgate init {path}` writes, then {_FREEZE.format("SUITE.toml")})'
         )
     if suffix == ".toml":
-        kind = _toml_kind(path)
+        kind = toml_file_kind(path) or "suite"  # a TOML file of no single kind: taken for a suite
         if kind != "suite":
             return f"{WHAT[kind]}, not a frozen workload: {GOES_TO[kind]}"
-        return (
-            "a suite, not a frozen workload: freeze it first with "
-            f"`kvgate freeze {path} --model MODEL -o WORKLOAD.parquet` and pass that to -w"
-        )
+        return f"a suite, not a frozen workload: freeze it first with {_FREEZE.format(path)}"
     return ""
 
 
-def _toml_kind(path: Path) -> str:
-    """The kind of TOML spec at `path`: a suite unless its keys say it is another (`spec_kinds`)."""
-    try:
-        data = load_toml(path)
-    except BadInput:
-        return "suite"
-    return toml_kind(data) or "suite"
+_FREEZE = (
+    "`kvgate freeze {} -o WORKLOAD.parquet` (with `--model MODEL` for a model's tokens; the word tokenizer "
+    "serves --engine fake) and give WORKLOAD.parquet instead"
+)
+"""How to freeze a suite, for a message about a file given where a frozen workload belongs (`-w`,
+`freeze --check`)."""
 
 
 def _first_line(exc: BaseException) -> str:
@@ -251,7 +247,11 @@ def read_meta(parquet: pq.ParquetFile, path: Path) -> dict[str, Any]:
     schema_version and of the schema's shape; any defect is a one-line BadInput."""
     raw = (parquet.schema_arrow.metadata or {}).get(META_KEY)
     if raw is None:
-        raise BadInput(f"workload {path} has no kvgate metadata; freeze it with `kvgate freeze`")
+        raise BadInput(
+            f"workload {path} has no kvgate metadata, so it is not a frozen workload: a Parquet trace goes "
+            f"into a suite's [[trace]] table (`kvgate init {path}` writes one), which "
+            "`kvgate freeze SUITE.toml --model MODEL -o WORKLOAD.parquet` freezes"
+        )
     if raw != (parquet.metadata.metadata or {}).get(META_KEY):
         raise BadInput(f"workload {path} has corrupt kvgate metadata (its two footer copies differ)")
     try:

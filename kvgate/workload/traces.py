@@ -49,8 +49,8 @@ from typing import Any
 
 from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
-from kvgate.spec_kinds import toml_kind, wrong_kind
-from kvgate.tomlspec import parse_toml
+from kvgate.spec_kinds import wrong_kind
+from kvgate.tomlspec import toml_text_kind
 from kvgate.workload.case import CaseDraft
 from kvgate.workload.generators.common import length_bucket
 from kvgate.workload.generators.tool_call import tools_system_prompt
@@ -104,12 +104,18 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from kvgate.workload.schema import META_KEY
+
         if not path.is_file():
             raise BadInput(f"trace {path} is not a regular file; kvgate reads only regular files")
         try:
-            rows = pq.read_table(path).to_pylist()
-        except (OSError, pa.ArrowException) as exc:
+            parquet = pq.ParquetFile(path)
+            frozen = META_KEY in (parquet.schema_arrow.metadata or {})
+            rows = [] if frozen else parquet.read().to_pylist()
+        except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
             raise BadInput(f"trace {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
+        if frozen:  # a frozen workload's rows read as requests would be frozen a second time
+            raise BadInput(wrong_kind(str(path), "workload", "trace"))
         return [(f"{path} row {i}", i, row) for i, row in enumerate(rows, 1)]
     records: list[tuple[str, int, dict[str, Any]]] = []
     try:
@@ -123,7 +129,7 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            kind = None if records else _spec_kind(text)
+            kind = None if records else toml_text_kind(text)
             if kind is not None:  # a suite, matrix or policy given where a trace belongs
                 raise BadInput(wrong_kind(str(path), kind, "trace")) from None
             raise BadInput(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
@@ -133,14 +139,6 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
             raise BadInput(f"{where}: a record must be a JSON object, got {type(record).__name__}")
         records.append((where, lineno, record))
     return records
-
-
-def _spec_kind(text: str) -> str | None:
-    """The kind of kvgate TOML spec `text` is (`spec_kinds.toml_kind`), or None when it is none."""
-    try:
-        return toml_kind(parse_toml(text, "trace"))
-    except BadInput:
-        return None
 
 
 def _json_field(value: Any) -> Any:

@@ -40,3 +40,28 @@ def test_check_of_a_missing_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["freeze", "--check", str(tmp_path / "nope.parquet")])
     assert result.exit_code == 2
     assert "does not exist" in result.output
+
+
+def test_check_of_a_suite_says_to_freeze_it_and_check_the_workload_instead(tmp_path: Path) -> None:
+    """It said "… and pass that to -w", advice for `kvgate run`, not for --check, and asked for a
+    --model the fake engine does not need."""
+    suite = Path(__file__).resolve().parents[2] / "suites" / "smoke.toml"
+    result = CliRunner().invoke(cli, ["freeze", "--check", str(suite)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"kvgate: error: workload {suite} is a suite, not a frozen workload: freeze it first with "
+        f"`kvgate freeze {suite} -o WORKLOAD.parquet` (with `--model MODEL` for a model's tokens; the word "
+        "tokenizer serves --engine fake) and give WORKLOAD.parquet instead\n"
+    )
+
+
+def test_check_beside_suites_or_output_is_refused_rather_than_freezing_nothing(tmp_path: Path) -> None:
+    """`freeze smoke -o w.parquet --check old.parquet` checked old.parquet and exited 0, writing nothing."""
+    old = tmp_path / "old.parquet"
+    assert CliRunner().invoke(cli, ["freeze", "smoke", "-o", str(old), "--limit", "2"]).exit_code == 0
+    new = tmp_path / "new.parquet"
+    for args in (["smoke", "-o", str(new)], ["-o", str(new)], ["smoke"]):
+        result = CliRunner().invoke(cli, ["freeze", *args, "--check", str(old)])
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith("kvgate: error: --check FILE verifies a frozen workload")
+        assert len(result.stderr.splitlines()) == 1 and not new.exists()

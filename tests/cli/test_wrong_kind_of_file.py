@@ -10,6 +10,7 @@ import pytest
 from helpers.cli import kvgate
 
 from kvgate.spec_kinds import TOP_KEYS, toml_kind
+from kvgate.tomlspec import toml_file_kind, toml_text_kind
 from kvgate.workload.suites import _sources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +23,7 @@ TO_M = "give it to `kvgate run -m`"
 TO_POLICY = "give it to --policy"
 TO_TRACE = "name it in a suite's [[trace]] table"
 TO_W = "a frozen workload goes to `kvgate run -w`"
+FROZEN = "is a frozen workload, not a trace (JSON lines): give it to `kvgate run -w`"
 
 
 @pytest.mark.parametrize(
@@ -67,6 +69,10 @@ def test_run_names_the_kind_of_file_it_was_given(
         ),
         (["init", "{}", "-o", "gate"], SUITE, f"{SUITE} is a suite, not a trace (JSON lines): {FREEZE_IT}"),
         (["init", "{}", "-o", "gate"], MATRIX, f"{MATRIX} is a matrix, not a trace (JSON lines): {TO_M}"),
+        (["init", "{}", "-o", "gate"], "workload", FROZEN),  # was: a suite of the workload's rows
+        (["freeze", "{}", "-o", "w.parquet"], "suite of workload", FROZEN),  # was: frozen a second time
+        (["run", "--engine", "fake", "-w", "{}"], "parquet trace", "not a frozen workload: a Parquet trace"),
+        (["freeze", "--check", "{}"], "parquet trace", "not a frozen workload: a Parquet trace"),
     ],
 )
 def test_other_commands_name_it_too(
@@ -98,6 +104,20 @@ def test_toml_kind_takes_the_kind_with_most_keys_and_none_on_a_tie() -> None:
     assert toml_kind({}) is None
 
 
+def test_one_reader_tells_the_kind_of_toml_text_and_of_a_file(tmp_path: Path) -> None:
+    """The workload reader (a TOML file given as -w) and the trace reader (TOML text given as a trace) ask
+    one function; text that is not TOML, or names no single kind, is None."""
+    for path, kind in ((SUITE, "suite"), (MATRIX, "matrix"), (POLICY, "policy")):
+        assert toml_text_kind(path.read_text()) == kind
+        assert toml_file_kind(path) == kind
+    assert toml_text_kind(TRACE_LINE) is None
+    assert toml_text_kind("tau = nan\n") is None  # TOML kvgate refuses to read
+    assert toml_text_kind("matrix = {}\ntau = 0.1\n") is None
+    assert toml_file_kind(tmp_path / "absent.toml") is None
+    (tmp_path / "binary.toml").write_bytes(b"\xff\xfe")
+    assert toml_file_kind(tmp_path / "binary.toml") is None
+
+
 def test_a_suites_sources_are_its_top_keys() -> None:
     assert set(_sources(ROOT)) <= TOP_KEYS["suite"]
 
@@ -108,6 +128,18 @@ def _given(given: Path | str, workload: Path, folder: Path) -> Path:
     if given == "trace":
         trace = folder / "requests.jsonl"
         trace.write_text(TRACE_LINE)
+        return trace
+    if given == "suite of workload":
+        suite = folder / "again.toml"
+        suite.write_text(f'name = "again"\n[[trace]]\npath = "{workload}"\nvalidator = "exact"\n')
+        return suite
+    if given == "parquet trace":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        trace = folder / "requests.parquet"
+        record = {"messages": '[{"role": "user", "content": "hi"}]', "expected": "hello"}
+        pq.write_table(pa.Table.from_pylist([record]), trace)
         return trace
     assert isinstance(given, Path)
     return given
