@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kvgate.cli.options import MODEL_TAKES
+from kvgate.cli.options import MODEL_TAKES, PATH
 
 if TYPE_CHECKING:
     from kvgate.workload.case import Case
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.argument("suites", nargs=-1)
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Workload Parquet to write.")
+@click.option("-o", "--output", type=PATH, help="Workload Parquet to write.")
 @click.option(
     "--model", default=None,
     help=f"Freeze the prompts as this model's token ids: {MODEL_TAKES}.  [default: kvgate's word tokenizer, "
@@ -24,9 +24,7 @@ if TYPE_CHECKING:
 )  # fmt: skip
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--limit", type=int, default=None, help="Keep this many cases, spread over the suites.")
-@click.option(
-    "--check", "check", type=click.Path(path_type=Path), default=None, help="Verify a workload file."
-)
+@click.option("--check", "check", type=PATH, default=None, help="Verify a workload file.")
 @click.option(
     "--verbose", is_flag=True, help="Show the libraries' progress bars (a model's conversion or download)."
 )
@@ -67,6 +65,10 @@ def freeze(
         return
     if not suites or output is None:
         raise BadInput("give one or more SUITE names and -o FILE (or --check FILE)")
+    _check_suite_names(suites)
+    from kvgate.cli.output_path import check_output_file
+
+    check_output_file(output, "a workload")
     from kvgate.workload.freeze import freeze as freeze_suites
     from kvgate.workload.suites import resolve_suite
     from kvgate.workload.tokenizer import PromptTokenizer, WordTokenizer
@@ -85,6 +87,18 @@ def freeze(
     from kvgate.workload.schema import read_workload
 
     _show_clusters(read_workload(output).cases)
+
+
+def _check_suite_names(suites: tuple[str, ...]) -> None:
+    """No SUITE is empty (it named the current folder) or given twice (its cases would be frozen twice,
+    refused as "duplicate case_id")."""
+    from kvgate.errors import BadInput
+
+    for i, name in enumerate(suites):
+        if not name.strip():
+            raise BadInput("a SUITE is empty: name a shipped suite (kvgate suites) or a suite TOML file")
+        if name in suites[:i]:
+            raise BadInput(f"suite {name!r} is given twice: name each suite once")
 
 
 def _show_clusters(cases: Sequence[Case]) -> None:

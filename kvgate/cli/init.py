@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from kvgate.cli.options import MODEL_TAKES
+from kvgate.cli.options import MODEL_TAKES, PATH
 
 FILES = ("suite.toml", "matrix.toml", "policy.toml")
 
@@ -54,10 +54,8 @@ def _labelled(record: dict[str, object]) -> bool:
 
 
 @click.command()
-@click.argument("trace", type=click.Path(path_type=Path))
-@click.option(
-    "-o", "--dir", "folder", type=click.Path(path_type=Path), default=Path("gate"), show_default=True
-)
+@click.argument("trace", type=PATH)
+@click.option("-o", "--dir", "folder", type=PATH, default=Path("gate"), show_default=True)
 @click.option(
     "--engine", default="hf", show_default=True, help="The engine the matrix is for (kvgate engines)."
 )
@@ -70,9 +68,11 @@ def init(trace: Path, folder: Path, engine: str, model: str) -> None:
     from kvgate.engines.capability import missing_kinds
     from kvgate.engines.registry import engine_info
     from kvgate.errors import BadInput
+    from kvgate.models import resolve_model
     from kvgate.treatments.matrix import DEFAULT_MATRIX, resolve_matrix
 
     engine_info(engine)
+    resolve_model(model)  # a typo is refused here, not printed into the commands to run
     records, unlabelled, tasks = _trace_tasks(trace)
     taken = [name for name in FILES if os.path.lexists(folder / name)]  # a dangling link is taken too
     if taken:

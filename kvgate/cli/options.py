@@ -1,9 +1,10 @@
-"""Option parsing shared by commands: repeatable typed `-E key=value` engine options, and the one
-wording of what `--model` takes."""
+"""Option parsing shared by commands: repeatable typed `-E key=value` engine options, the path type of
+every path option and argument, and the one wording of what `--model` takes."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -28,3 +29,17 @@ def parse_engine_options(pairs: tuple[str, ...]) -> dict[str, Any]:
         except RecursionError:
             raise click.BadParameter(f"{key}'s value is nested thousands deep", param_hint="-E") from None
     return options
+
+
+class GivenPath(click.Path):
+    """A path option or argument as a `Path`; an empty one is refused (it would name the current folder:
+    `-o ''` made the run there, `--policy ''` read "policy . is not a regular file")."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("the path is empty; name a file or folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+PATH = GivenPath(path_type=Path)
+"""The type of every path option and argument of kvgate's commands."""

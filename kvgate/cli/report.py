@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kvgate.cli.options import PATH
 from kvgate.report.render.formats import FORMATS
 
 if TYPE_CHECKING:
@@ -28,6 +29,34 @@ def parse_formats(text: str, output: Path | None) -> list[str]:
     if len(names) > 1 and output is None:
         raise BadInput("several formats need -o DIR, the folder to write report.md, junit.xml, … into")
     return list(dict.fromkeys(names))
+
+
+def _needs(given: object, option: str, **flags: bool) -> None:
+    """Each of `flags` that is set needs `option` (given unless None): refused rather than ignored."""
+    from kvgate.errors import BadInput
+
+    for name, value in flags.items():
+        if value and given is None:
+            flag = "--" + name.replace("_", "-")
+            raise BadInput(f"{flag} applies only with {option}: add it, or leave {flag} out")
+
+
+def check_outputs(formats: list[str], output: Path | None, samples: Path | None) -> None:
+    """Every file the report command is to write can be written and holds no input (`output_path`),
+    checked before the run is read: one format to the file `output`, several into the folder `output`."""
+    from kvgate.cli.output_path import check_output_file, check_output_folder
+    from kvgate.errors import BadInput
+
+    if output is not None and len(formats) > 1:
+        if os.path.lexists(output) and not output.is_dir():
+            raise BadInput(f"-o {output} is a file: several formats are written into a folder; name a folder")
+        check_output_folder(output, "the reports")
+        for name in formats:
+            check_output_file(output / FORMATS[name].file_name, f"the {name} report")
+    elif output is not None:
+        check_output_file(output, "the report")
+    if samples is not None:
+        check_output_file(samples, "the samples")
 
 
 def emit(report: Report, fmt: str, output: Path | None, junit_inconclusive: str = "failure") -> None:
@@ -106,21 +135,21 @@ def _write_into(output: Path, data: bytes) -> None:
 
 
 @click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=PATH)
 @click.option(
     "--format", "fmt", default="table", show_default=True,
     help=f"{' | '.join(FORMATS)}, or several comma-separated (md,junit,json) with -o DIR.",
 )  # fmt: skip
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), default=None,
+    "-o", "--output", type=PATH, default=None,
     help="Write to this file (several formats: into this folder, as report.md, junit.xml, report.json, …).",
 )  # fmt: skip
-@click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate on another policy.")
+@click.option("--policy", type=PATH, default=None, help="Gate on another policy.")
 @click.option("--policy-changed-reason", default=None, help="Why the policy differs from the declared one.")
 @click.option("--policy-unsafe-reason", default=None, help="Why a --policy below the safety floor is used.")
 @click.option(
     "--compare",
-    type=click.Path(path_type=Path),
+    type=PATH,
     default=None,
     help="Baseline run: CFR deltas, decision changes; regressions listed first.",
 )
@@ -140,7 +169,7 @@ def _write_into(output: Path, data: bytes) -> None:
     help="JUnit: an inconclusive arm or gated slice is a failure, or skipped.",
 )
 @click.option(
-    "--samples", type=click.Path(path_type=Path), default=None,
+    "--samples", type=PATH, default=None,
     help="Also write one JSON line per (candidate, case) pair to this file: ids, slices, answers, verdicts.",
 )  # fmt: skip
 @click.pass_context
@@ -176,6 +205,17 @@ def report(
     from kvgate.report.analysis.build import PolicyChange, build_report, verified_report
 
     formats = parse_formats(fmt, output)
+    _needs(
+        compare,
+        "--compare BASELINE_RUN",
+        fail_on_regression=fail_on_regression,
+        allow_different=allow_different,
+    )
+    _needs(
+        policy, "--policy FILE", policy_changed_reason=policy_changed_reason is not None,
+        policy_unsafe_reason=policy_unsafe_reason is not None,
+    )  # fmt: skip
+    check_outputs(formats, output, samples)
     policy_text = read_policy_text(policy) if policy is not None else None
     change = PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason, source=str(policy))
     data, rows = verified_report(run_dir, change)

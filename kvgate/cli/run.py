@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kvgate.cli.options import MODEL_TAKES, parse_engine_options
+from kvgate.cli.options import MODEL_TAKES, PATH, parse_engine_options
 from kvgate.engines.registry import DEFAULT_ENGINE, ENGINES
 from kvgate.executors.registry import DEFAULT_EXECUTOR, EXECUTORS
 
@@ -52,9 +52,7 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 @click.command()
-@click.option(
-    "-w", "--workload", type=click.Path(path_type=Path), default=None, help="Frozen workload Parquet."
-)
+@click.option("-w", "--workload", type=PATH, default=None, help="Frozen workload Parquet.")
 @click.option("-m", "--matrix", default=None, help="Matrix name or TOML file.  [default: default]")
 @click.option(
     "--arms", default=None, help="Run and gate only these candidates of the matrix (comma-separated)."
@@ -68,7 +66,7 @@ def stdout_to_stderr() -> Iterator[None]:
     "--model", default=None,
     help=f"The model: {MODEL_TAKES}.  [default: $KVGATE_MODEL, else smollm2-135m]",
 )  # fmt: skip
-@click.option("--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML.")
+@click.option("--policy", type=PATH, default=None, help="Gate policy TOML.")
 @click.option(
     "--tau", type=click.FloatRange(0, 1), default=None,
     help="The policy's tau (over --policy, or the default); the result is stored as the declared policy.",
@@ -82,17 +80,17 @@ def stdout_to_stderr() -> Iterator[None]:
     help="Why a policy below the safety floor (confidence < 0.8, rule = point) is used; stored and reported.",
 )  # fmt: skip
 @click.option(
-    "-o", "--runs-dir", type=click.Path(path_type=Path), default=None,
+    "-o", "--runs-dir", type=PATH, default=None,
     help="Where a new run's directory is made: <runs-dir>/<UTC time>-<spec hash>.  "
     "[default: $KVGATE_RUNS, else runs]",
 )  # fmt: skip
 @click.option(
-    "--run-dir", type=click.Path(path_type=Path), default=None,
+    "--run-dir", type=PATH, default=None,
     help="Make the new run exactly here (a new or empty directory), for scripts that need a known path.",
 )  # fmt: skip
 @click.option(
     "--resume",
-    type=click.Path(path_type=Path),
+    type=PATH,
     default=None,
     help="Continue this run directory; inputs come from its manifest, and any given must match them.",
 )
@@ -165,6 +163,8 @@ def run(
         engine = engine if engine is not None else env_default("KVGATE_ENGINE")
         model = model if model is not None else env_default("KVGATE_MODEL")
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
+    if resume is None:
+        _refuse_inside_a_run(run_dir.parent if run_dir is not None else runs_dir)
 
     engine, options = with_endpoints(
         engine, parse_engine_options(engine_options) if engine_options else None, endpoints
@@ -191,6 +191,20 @@ def run(
             engine_options=options,
         )
         _run(ctx, opts, executor_for(executor, ray_address, ray_workers), as_json, quiet, verbose)
+
+
+def _refuse_inside_a_run(folder: Path) -> None:
+    """A new run is never made inside another run's folder (`-o RUN` made RUN/<new run>)."""
+    from kvgate.cli.output_path import run_around
+    from kvgate.errors import BadInput
+
+    run = run_around(folder)
+    if run is not None:
+        where = "a run" if run == folder else f"inside run {run}"
+        raise BadInput(
+            f"{folder} is {where}, not a folder of runs: a new run goes beside it "
+            f"(-o {run.parent}), or continue that one with --resume {run}"
+        )
 
 
 def env_default(name: str) -> str | None:

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import click
 
+from kvgate.cli.options import PATH
+
 
 @click.command()
-@click.argument("runs_dir", type=click.Path(path_type=Path), default=None, required=False)
+@click.argument("runs_dir", type=PATH, default=None, required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of runs on stdout.")
 def runs(runs_dir: Path, as_json: bool) -> None:
     """List the runs under RUNS_DIR (default: $KVGATE_RUNS, else runs): id, created, matrix, engine,
@@ -26,6 +28,13 @@ def runs(runs_dir: Path, as_json: bool) -> None:
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
     if not runs_dir.is_dir():
         raise BadInput(f"{runs_dir} is not a folder of runs (kvgate run -o DIR makes one)")
+    from kvgate.cli.output_path import run_around
+
+    if run_around(runs_dir) == runs_dir:  # it listed "no runs in RUN"
+        raise BadInput(
+            f"{runs_dir} is a run, not a folder of runs: `kvgate report {runs_dir}` reports it, "
+            f"`kvgate runs {runs_dir.parent}` lists it with the others"
+        )
     rows = list_runs(runs_dir)
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -52,10 +61,8 @@ def runs(runs_dir: Path, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "-o", "--output", type=click.Path(path_type=Path), default=None, help="[default: RUN/report.html]"
-)
+@click.argument("run_dir", type=PATH)
+@click.option("-o", "--output", type=PATH, default=None, help="[default: RUN/report.html]")
 @click.option(
     "--serve", is_flag=True, help="Serve the report on 127.0.0.1 until Ctrl-C instead of opening it."
 )
@@ -63,11 +70,13 @@ def runs(runs_dir: Path, as_json: bool) -> None:
 @click.option("--no-open", is_flag=True, help="Only write the file and print its path.")
 def view(run_dir: Path, output: Path | None, serve: bool, port: int, no_open: bool) -> None:
     """Write RUN_DIR's HTML report and open it in the browser (or serve it on loopback)."""
+    from kvgate.cli.output_path import check_output_file
     from kvgate.cli.report import write_output
     from kvgate.report.analysis.build import build_report
     from kvgate.report.render.formats import render
 
     path = output or run_dir / "report.html"
+    check_output_file(path, "the HTML report")
     write_output(path, render(build_report(run_dir), "html"))
     click.echo(f"kvgate: wrote {path}", err=True)
     if serve:
@@ -99,7 +108,14 @@ def _serve(path: Path, port: int) -> None:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    except OSError as exc:  # the port is taken, or privileged
+        from kvgate.errors import BadInput
+
+        raise BadInput(
+            f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}; give another --port (0: any free one)"
+        ) from None
     click.echo(f"kvgate: serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", err=True)
     try:
         server.serve_forever()

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from kvgate.cli.options import PATH
+
 DEFAULT_N = (24, 60, 100, 300, 1000)
 MAX_RUNS = 1_000_000
 MAX_N = 1_000_000
@@ -20,11 +22,9 @@ MAX_CELLS = 2 * 10**9
 
 
 @click.command()
+@click.option("--policy", type=PATH, default=None, help="Gate policy TOML (default: shipped).")
 @click.option(
-    "--policy", type=click.Path(path_type=Path), default=None, help="Gate policy TOML (default: shipped)."
-)
-@click.option(
-    "-w", "--workload", type=click.Path(path_type=Path), default=None,
+    "-w", "--workload", type=PATH, default=None,
     help="Frozen workload: simulate on its slices, critical cases and clusters.",
 )  # fmt: skip
 @click.option(

@@ -143,6 +143,8 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     """The run's manifest, verified (`verify_manifest`); any defect is a one-line BadInput naming it."""
     path = run_dir / MANIFEST
+    if run_dir.is_file():  # was: "cannot read manifest RUN/manifest.json: Not a directory"
+        raise BadInput(f"{run_dir} is a file, not a run's folder; `kvgate runs [RUNS_DIR]` lists the runs")
     try:
         if path.is_symlink():
             raise BadInput(f"{path} is a link, not the run's own manifest; use the run it belongs to")

@@ -1,0 +1,209 @@
+"""Wrong inputs a new user gives the README's commands, each refused in one line before any work (exit 2)
+where it was a lost file, a silent no-op, a misleading line or an internal error: an output path over a
+workload, suite, trace or run file (`--samples smoke.parquet` replaced the workload), an empty path (the
+current folder), a suite given twice, a --model typo printed into init's commands, flags that need
+--compare or --policy ignored without them, a run given to `kvgate runs` or as `-o`, a file given as a
+run, and a --serve port that is taken (exit 70)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from helpers.cli import kvgate
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE_LINE = '{"messages": [{"role": "user", "content": "hi"}], "expected": "hello"}\n'
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A complete fake-engine run of 2 smoke cases: the control and one candidate."""
+    root = tmp_path_factory.mktemp("finished")
+    assert kvgate("freeze", "smoke", "--limit", "2", "-o", root / "w.parquet").exit_code == 0
+    (root / "m.toml").write_text(
+        '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\naa_replicate = false\n'
+    )
+    ran = kvgate(
+        "run", "--engine", "fake", "-w", root / "w.parquet", "-m", root / "m.toml", "--run-dir", root / "run"
+    )
+    assert ran.exit_code in (0, 1, 3), ran.output
+    return root / "run"
+
+
+def _refused(args: list[object], message: str) -> None:
+    result = kvgate(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("kvgate: error: ") and len(result.stderr.splitlines()) == 1, result.stderr
+    assert message in result.stderr, result.stderr
+    assert result.stdout == "", "refused before any report is printed"
+
+
+def _inputs(folder: Path, workload: Path) -> dict[str, Path]:
+    """A copy of each kind of input kvgate reads, to name as an output."""
+    folder.mkdir(exist_ok=True)
+    copies = {
+        "workload": folder / "smoke.parquet",
+        "suite": folder / "suite.toml",
+        "policy": folder / "policy.toml",
+        "trace": folder / "requests.jsonl",
+    }
+    copies["workload"].write_bytes(workload.read_bytes())
+    copies["suite"].write_text((ROOT / "suites" / "smoke.toml").read_text())
+    copies["policy"].write_text((ROOT / "treatments" / "policy.toml").read_text())
+    copies["trace"].write_text(TRACE_LINE)
+    return copies
+
+
+HELD = {
+    "workload": "is a Parquet file (a frozen workload, a trace or a run's results)",
+    "suite": "is a suite",
+    "policy": "is a policy",
+    "trace": "is a trace (JSON lines)",
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "option"),
+    [
+        (kind, option)
+        for kind in HELD
+        for option in ("--samples", "-o", "view -o", "freeze -o")
+        if (kind, option) != ("workload", "freeze -o")  # a workload is frozen again over a workload
+    ],
+)
+def test_an_output_over_an_input_is_refused_and_the_input_kept(
+    kind: str, option: str, finished_run: Path, tmp_path: Path
+) -> None:
+    path = _inputs(tmp_path, finished_run.parent / "w.parquet")[kind]
+    before = path.read_bytes()
+    args: list[object] = {
+        "--samples": ["report", finished_run, "--samples", path],
+        "-o": ["report", finished_run, "-o", path],
+        "view -o": ["view", finished_run, "--no-open", "-o", path],
+        "freeze -o": ["freeze", "smoke", "--limit", "2", "-o", path],
+    }[option]
+    _refused(args, f"{path} {HELD[kind]}; writing ")
+    assert path.read_bytes() == before
+
+
+def test_a_workload_is_still_frozen_over_a_workload(tmp_path: Path) -> None:
+    out = tmp_path / "w.parquet"
+    for _ in range(2):
+        assert kvgate("freeze", "smoke", "--limit", "2", "-o", out).exit_code == 0
+
+
+@pytest.mark.parametrize("target", ["manifest.json", "results/index.json", "results/new.md", ".lock"])
+def test_no_output_goes_into_a_runs_own_files(target: str, finished_run: Path) -> None:
+    path = finished_run / target
+    before = path.read_bytes() if path.exists() else None
+    _refused(["report", finished_run, "-o", path], f"is a file of run {finished_run}, which kvgate verifies")
+    _refused(["freeze", "smoke", "-o", path], f"is a file of run {finished_run}")
+    assert (path.read_bytes() if path.exists() else None) == before
+    assert kvgate("report", finished_run).exit_code in (0, 1, 3), "the run still verifies"
+
+
+def test_a_report_beside_a_runs_files_is_written(finished_run: Path) -> None:
+    assert kvgate("report", finished_run, "--format", "md", "-o", finished_run / "report.md").exit_code in (
+        0,
+        1,
+        3,
+    )
+    assert kvgate("view", finished_run, "--no-open").exit_code == 0
+    assert kvgate("report", finished_run).exit_code in (0, 1, 3)
+
+
+def test_an_unwritable_output_is_refused_before_the_run_is_read(finished_run: Path, tmp_path: Path) -> None:
+    """A file where a folder belongs was found only after the whole report was printed."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    _refused(["report", finished_run, "--samples", blocker / "s.jsonl"], f"{blocker} is a file, not a folder")
+    _refused(
+        ["report", finished_run, "--format", "md,json", "-o", blocker],
+        "several formats are written into a folder",
+    )
+    _refused(["freeze", "smoke", "-o", blocker / "w.parquet"], f"{blocker} is a file, not a folder")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--engine", "fake", "-w", ""],
+        ["run", "--engine", "fake", "--policy", ""],
+        ["run", "--engine", "fake", "-o", ""],
+        ["freeze", "smoke", "-o", ""],
+        ["freeze", "--check", ""],
+        ["report", ""],
+        ["init", ""],
+        ["simulate", "--policy", ""],
+        ["runs", ""],
+    ],
+)
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _refused(args, "the path is empty; name a file or folder")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_suite_given_twice_or_empty_is_named(tmp_path: Path) -> None:
+    out = tmp_path / "w.parquet"
+    _refused(["freeze", "smoke", "smoke", "-o", out], "suite 'smoke' is given twice: name each suite once")
+    _refused(["freeze", "", "-o", out], "a SUITE is empty")
+    assert not out.exists()
+
+
+def test_init_refuses_a_model_typo_rather_than_print_it(tmp_path: Path) -> None:
+    trace = tmp_path / "requests.jsonl"
+    trace.write_text(TRACE_LINE)
+    _refused(
+        ["init", trace, "-o", tmp_path / "gate", "--model", "smollm2-135"], "unknown model 'smollm2-135'"
+    )
+    assert not (tmp_path / "gate").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "needs"),
+    [
+        (["--fail-on-regression"], "--compare BASELINE_RUN"),
+        (["--allow-different"], "--compare BASELINE_RUN"),
+        (["--policy-changed-reason", "why"], "--policy FILE"),
+        (["--policy-unsafe-reason", "why"], "--policy FILE"),
+    ],
+)
+def test_report_flags_that_need_another_are_refused_without_it(
+    flag: list[str], needs: str, finished_run: Path
+) -> None:
+    _refused(["report", finished_run, *flag], f"{flag[0]} applies only with {needs}")
+
+
+def test_a_run_is_no_folder_of_runs(finished_run: Path, smoke_workload: Path) -> None:
+    """`kvgate runs RUN` said "no runs in RUN" (exit 0); `run -o RUN` made a new run inside it."""
+    _refused(
+        ["runs", finished_run],
+        f"{finished_run} is a run, not a folder of runs: `kvgate report {finished_run}`",
+    )
+    before = sorted(p.name for p in finished_run.iterdir())
+    for args in (["-o", finished_run], ["--run-dir", finished_run / "new"]):
+        _refused(["run", "--engine", "fake", "-w", smoke_workload, "--quiet", *args], "not a folder of runs")
+    assert sorted(p.name for p in finished_run.iterdir()) == before
+
+
+def test_a_file_given_as_a_run_is_named(finished_run: Path) -> None:
+    workload = finished_run.parent / "w.parquet"
+    message = f"{workload} is a file, not a run's folder"  # was "cannot read manifest …: Not a directory"
+    _refused(["report", workload], message)
+    _refused(["report", finished_run, "--compare", workload], message)
+    _refused(["run", "--resume", workload], message)
+
+
+def test_view_serve_on_a_taken_port_is_bad_input(finished_run: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = kvgate("view", finished_run, "--serve", "--port", port)
+    assert result.exit_code == 2, result.output
+    assert f"cannot serve on 127.0.0.1:{port}: " in result.stderr and "give another --port" in result.stderr
