@@ -65,6 +65,10 @@ def trace_workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
             'allow_unwinnable = true\ncritical = ["task=support/turns=2"]\n',
             ("turns='2'", "(it has: 1)"),
         ),
+        # a cluster column the workload lacks was refused by the report, after every arm had generated
+        ('cluster = "tsk"\n', ("policy cluster 'tsk'", "did you mean 'task'?", "correct `cluster`")),
+        # a strata typo gated no stratum, silently
+        ('strata = ["ctx_buckt"]\n', ("policy strata 'ctx_buckt'", "did you mean 'ctx_bucket'?")),
     ],
 )
 def test_a_slice_the_workload_lacks_is_refused_with_the_closest(
