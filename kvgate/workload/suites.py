@@ -17,7 +17,7 @@ and the parameters keep the paths as written (case ids hash them), resolved only
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
@@ -125,8 +125,12 @@ def check_bound(key: str, value: Any, here: str) -> None:
 
 
 def _params(generator: Generator, fields: dict[str, Any], here: str) -> Any:
-    check_keys(fields, param_names(generator.params_type), here)
-    types = {f.name: f.type for f in dataclass_fields(generator.params_type)}
+    """The entry's parameters (its table) checked (keys, required keys, types, bounds) and built; a
+    missing key is named as in every spec ("missing key 'depths'", not the dataclass's TypeError)."""
+    declared = dataclass_fields(generator.params_type)
+    required = frozenset(f.name for f in declared if f.default is MISSING and f.default_factory is MISSING)
+    check_keys(fields, param_names(generator.params_type), here, required=required)
+    types = {f.name: f.type for f in declared}
     for key, value in fields.items():
         check_field_type(value, types[key], f"{here}: {key}")
         check_bound(key, value, here)

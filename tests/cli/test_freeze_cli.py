@@ -65,3 +65,17 @@ def test_check_beside_suites_or_output_is_refused_rather_than_freezing_nothing(t
         assert result.exit_code == 2, result.output
         assert result.stderr.startswith("kvgate: error: --check FILE verifies a frozen workload")
         assert len(result.stderr.splitlines()) == 1 and not new.exists()
+
+
+def test_a_missing_key_of_an_entry_is_named_as_a_missing_key(tmp_path: Path) -> None:
+    """It read "PasskeyParams.__init__() missing 1 required keyword-only argument: 'depths'"."""
+    for entry, key in (
+        ('[[generate]]\ngenerator = "passkey"\nlengths = [512]\n', "depths"),
+        ('[[dataset]]\npath = "d.jsonl"\n', "fields"),
+        ('[[trace]]\nvalidator = "exact"\n', "path"),
+    ):
+        spec = tmp_path / "s.toml"
+        spec.write_text(f'name = "s"\n{entry}')
+        result = CliRunner().invoke(cli, ["freeze", str(spec), "-o", str(tmp_path / "w.parquet")])
+        assert result.exit_code == 2
+        assert result.stderr.endswith(f"#1: missing key {key!r}\n"), result.stderr
