@@ -425,13 +425,14 @@ def ratio_text(value: float | None) -> str:
 
 
 def seconds(value: float | None) -> str:
+    """A duration to three significant figures: µs, ms below a second, s from one second up."""
     if value is None:
         return "—"
     if value < 1e-3:
         return f"{1e6 * value:.0f} µs"
-    if value < 0.1:
-        return f"{1000 * value:.1f} ms"
-    return f"{1000 * value:.0f} ms" if value < 10 else f"{value:.1f} s"
+    if value < 1:
+        return f"{1000 * value:.1f} ms" if value < 0.1 else f"{1000 * value:.0f} ms"
+    return f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
 
 
 def timing_text(t: Timing) -> str:
