@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kvgate.errors import BadInput
+from kvgate.rundir.footer_values import stated_columns
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -91,9 +92,11 @@ def read_part(
     version's missing columns null; the part's metadata is kept.
 
     Columns named in `dictionary` are read dictionary-encoded (few distinct values: `arm`, `fail_kind`).
-    Reading every column verifies every page checksum; reading some verifies theirs (with `check`, the
-    whole file's sha256 is checked too). A corrupt part, one not of its declared version's schema, or
-    one declaring an unknown version is a BadInput naming it.
+    Reading every column verifies every page checksum; reading some verifies theirs. With `check`, the
+    whole file's sha256 is checked too, and a column whose values the verified footer states (all null,
+    or one exact value: rundir.footer_values) is built from it, its pages not decoded. A corrupt part,
+    one not of its declared version's schema, or one declaring an unknown version is a BadInput naming
+    it.
     """
     wanted = list(RESULT_SCHEMA.names if columns is None else columns)
     try:
@@ -102,15 +105,21 @@ def read_part(
             data = path.read_bytes()
             source = pa.BufferReader(data)
         with pq.ParquetFile(
-            source, page_checksum_verification=True, read_dictionary=list(dictionary) or None
+            source,
+            page_checksum_verification=True,
+            read_dictionary=list(dictionary) or None,
+            pre_buffer=check is None,  # bytes in memory: nothing to gather ahead
         ) as part:
             schema = part.schema_arrow
             metadata = schema.metadata
             if check is not None:
                 check(path, data, metadata, part.metadata.num_rows)
             version = stored_version(schema, path, dictionary)
-            have = NAMES[version]
-            table = part.read(columns=[c for c in wanted if c in have], use_threads=False)
+            have = [c for c in wanted if c in NAMES[version]]
+            stated = stated_columns(part.metadata, schema, have) if check is not None else {}
+            table = part.read(columns=[c for c in have if c not in stated], use_threads=False)
+        if stated:
+            table = with_columns(table, stated, have, schema)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
         lines = str(exc).splitlines() or [type(exc).__name__]
         raise BadInput(
@@ -119,6 +128,16 @@ def read_part(
     if table.column_names == wanted:  # the current version's part: its columns and metadata as read
         return table
     return upgrade(table, wanted).replace_schema_metadata(metadata)
+
+
+def with_columns(
+    table: pa.Table, stated: dict[str, pa.Array], names: list[str], schema: pa.Schema
+) -> pa.Table:
+    """`table` (the columns read) and the `stated` ones, in the order of `names`, each of its type in
+    `schema`; the part's metadata kept."""
+    fields = [schema.field(name) for name in names]
+    arrays = [pa.chunked_array([stated[name]]) if name in stated else table[name] for name in names]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=schema.metadata))
 
 
 SEEN_SCHEMAS_MAX = 16
