@@ -93,7 +93,8 @@ def failing_or_of_cases(wanted: np.ndarray, positions: CasePositions) -> Keep:
 
 @dataclass(frozen=True)
 class PartTexts:
-    """One part's rows without their texts, and the texts kept: their rows in the part, ascending."""
+    """The rows of one part (or of consecutive parts, concatenated) without their texts, and the texts kept:
+    their rows in that table, ascending."""
 
     rows: pa.Table
     kept: np.ndarray

@@ -261,32 +261,61 @@ def in_batches(pool: Executor, function: Callable[[T], R], items: list[T]) -> li
     return [out for batch in pool.map(lambda chunk: [function(i) for i in chunk], batches) for out in batch]
 
 
+SPLIT_PARTS = 16
+"""Consecutive parts of one arm whose texts are split off together (one concatenation, one selection and
+one take instead of one of each per part); the texts of as many parts are held at once per thread."""
+
+
+def groups_of(indices: list[int], paths: list[Path]) -> list[list[int]]:
+    """`indices` (ascending) cut into runs of at most SPLIT_PARTS consecutive parts of the same arm's folder
+    (a part holds consecutive cases, so a group's rows do too: analysis.row_texts.CasePositions)."""
+    out: list[list[int]] = []
+    for i in indices:
+        last = out[-1] if out else None
+        if (
+            last
+            and len(last) < SPLIT_PARTS
+            and last[-1] == i - 1
+            and paths[last[-1]].parent == paths[i].parent
+        ):
+            last.append(i)
+        else:
+            out.append([i])
+    return out
+
+
 def read_parts(
     paths: list[Path], cases: CaseTable, check: PartCheck | None, texts_for: str | None
-) -> tuple[list[pa.Table], list[PartTexts] | None]:
-    """Each part's report columns, in `paths` order, read in threads; with `texts_for` (the control arm),
-    also the texts of the rows a report may show (analysis.row_texts): the candidates' parts first, then
-    the control's, keeping its answers to the cases another arm failed."""
+) -> tuple[list[pa.Table], list[int], list[PartTexts] | None]:
+    """The parts' report columns in `paths` order, read in threads: tables of one or more consecutive
+    parts, each part's row count, and with `texts_for` (the control arm) the texts of the rows a report
+    may show, one PartTexts per table (analysis.row_texts): the candidates' parts first, then the
+    control's, keeping its answers to the cases another arm failed."""
     with ThreadPoolExecutor(max_workers=THREADS) as pool:
         if texts_for is None:
-            return in_batches(pool, lambda path: report_columns(path, check), paths), None
+            tables = in_batches(pool, lambda path: report_columns(path, check), paths)
+            return tables, [t.num_rows for t in tables], None
 
-        def reading(keep: Keep) -> Callable[[int], PartTexts]:
-            return lambda i: split(report_columns(paths[i], check, TEXT_COLUMNS), keep)
+        def reading(keep: Keep) -> Callable[[list[int]], tuple[list[int], PartTexts]]:
+            def read(group: list[int]) -> tuple[list[int], PartTexts]:
+                tables = [report_columns(paths[i], check, TEXT_COLUMNS) for i in group]
+                return [t.num_rows for t in tables], split(pa.concat_tables(tables), keep)
 
-        first = [i for i, path in enumerate(paths) if path.parent.name != texts_for]
-        done = dict(zip(first, in_batches(pool, reading(failing), first), strict=True))
-        second = [i for i in range(len(paths)) if i not in done]
+            return read
+
+        first = groups_of([i for i, path in enumerate(paths) if path.parent.name != texts_for], paths)
+        done = dict(zip((g[0] for g in first), in_batches(pool, reading(failing), first), strict=True))
+        second = groups_of([i for i, path in enumerate(paths) if path.parent.name == texts_for], paths)
         if second:
-            failed = [done[i].rows["case_id"].combine_chunks().take(int64_array(done[i].kept)) for i in first]
+            failed = [p.rows["case_id"].combine_chunks().take(int64_array(p.kept)) for _, p in done.values()]
             wanted = np.zeros(cases.n, dtype=bool)
             if failed:
                 at = to_numpy(pc.index_in(pa.concat_arrays(failed), value_set=cases.case_ids), -1, np.int64)
                 wanted[at[at >= 0]] = True
             keep = failing_or_of_cases(wanted, CasePositions(cases.case_ids))
-            done |= zip(second, in_batches(pool, reading(keep), second), strict=True)
-    parts = [done[i] for i in range(len(paths))]
-    return [p.rows for p in parts], parts
+            done |= zip((g[0] for g in second), in_batches(pool, reading(keep), second), strict=True)
+    parts = [done[i] for i in sorted(done)]
+    return [p.rows for _, p in parts], [n for lengths, _ in parts for n in lengths], [p for _, p in parts]
 
 
 def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.ndarray:
@@ -349,19 +378,20 @@ class RunRows:
         """`texts_for`: the control arm, to keep the texts of failing rows and its answers beside them
         from the same read (analysis.row_texts); None keeps none (a report without examples)."""
         paths = part_paths(run_dir)
-        parts, texts = read_parts(paths, cases, check, texts_for)
+        parts, part_rows, texts = read_parts(paths, cases, check, texts_for)
         self.n = cases.n
         self.case_ids = cases.case_ids
         self.arm_names = arm_names
         self.run_dir = run_dir
         self.paths = paths
-        lengths = np.array([t.num_rows for t in parts], dtype=np.int64)
-        self.part = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+        lengths = np.array(part_rows, dtype=np.int64)
+        self.part = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
         """Per row: its part's index in `paths`, and (`offset`) its row in that part."""
         self.offset = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
             np.cumsum(lengths) - lengths, lengths
         )
-        self.kept = KeptTexts.of(texts or [], np.cumsum(lengths) - lengths)
+        table_rows = np.array([t.num_rows for t in parts], dtype=np.int64)
+        self.kept = KeptTexts.of(texts or [], np.cumsum(table_rows) - table_rows)
         """The texts the read kept (analysis.row_texts)."""
         table = pa.concat_tables(parts) if parts else None
         del parts, texts
