@@ -33,6 +33,8 @@ SCHEMA_VERSION = 1
 MAX_VOCAB = 1 << 22
 """Token ids below this share int objects when read (`_token_tuples`); larger ones are kept as read."""
 META_KEY = b"kvgate.workload"
+REFREEZE = "it is damaged or cut short; freeze it again (or copy it whole)"
+"""What to do with a workload file that cannot be read."""
 
 _FIXED = pa.schema(
     [
@@ -201,7 +203,7 @@ def open_workload(path: Path) -> tuple[pq.ParquetFile, dict[str, Any]]:
         unfrozen = not_frozen(path)
         if unfrozen:
             raise BadInput(f"workload {path} is {unfrozen}") from None
-        raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
+        raise BadInput(f"workload {path} is not readable Parquet ({_first_line(exc)}): {REFREEZE}") from None
     meta = read_meta(parquet, path)
     if parquet.metadata.num_rows != meta["n_cases"]:  # before any row is read
         raise BadInput(
@@ -290,7 +292,7 @@ def read_workload(path: Path) -> Workload:
     try:
         table = read_bounded(path, _stored_columns(parquet, slice_columns))
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
-        raise BadInput(f"workload {path} is not readable Parquet: {_first_line(exc)}") from None
+        raise BadInput(f"workload {path} is not readable Parquet ({_first_line(exc)}): {REFREEZE}") from None
     if table.num_rows != meta["n_cases"]:
         raise BadInput(f"workload {path} has {table.num_rows} rows; its metadata says {meta['n_cases']}")
     try:

@@ -113,7 +113,10 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
             frozen = META_KEY in (parquet.schema_arrow.metadata or {})
             rows = [] if frozen else parquet.read().to_pylist()
         except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # the last: a garbled column name
-            raise BadInput(f"trace {path} is not readable Parquet: {str(exc).splitlines()[0]}") from None
+            raise BadInput(
+                f"trace {path} is not readable Parquet ({str(exc).splitlines()[0]}): it is damaged or cut "
+                "short; export it again (or copy it whole)"
+            ) from None
         if frozen:  # a frozen workload's rows read as requests would be frozen a second time
             raise BadInput(wrong_kind(str(path), "workload", "trace"))
         return [(f"{path} row {i}", i, row) for i, row in enumerate(rows, 1)]

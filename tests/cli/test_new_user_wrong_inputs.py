@@ -207,3 +207,14 @@ def test_view_serve_on_a_taken_port_is_bad_input(finished_run: Path) -> None:
         result = kvgate("view", finished_run, "--serve", "--port", port)
     assert result.exit_code == 2, result.output
     assert f"cannot serve on 127.0.0.1:{port}: " in result.stderr and "give another --port" in result.stderr
+
+
+def test_a_workload_or_trace_cut_short_says_to_write_it_again(finished_run: Path, tmp_path: Path) -> None:
+    """It named the Parquet reader's complaint alone ("magic bytes not found in footer")."""
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes((finished_run.parent / "w.parquet").read_bytes()[:3000])
+    for args in (["freeze", "--check", cut], ["run", "--engine", "fake", "-w", cut, "-o", tmp_path / "runs"]):
+        _refused(args, "is not readable Parquet (")
+        _refused(args, "): it is damaged or cut short; freeze it again (or copy it whole)")
+    _refused(["init", cut, "-o", tmp_path / "gate"], "it is damaged or cut short; export it again")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.parquet"]
