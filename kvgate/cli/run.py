@@ -162,6 +162,10 @@ def run(
         # an explicit value, even an empty one (refused below), wins over the environment
         engine = engine if engine is not None else env_default("KVGATE_ENGINE")
         model = model if model is not None else env_default("KVGATE_MODEL")
+    if resume is not None and runs_dir is not None:  # else ignored: the run stays where it is
+        raise BadInput(
+            f"-o names where a new run is made; --resume continues {resume} where it is: leave -o out"
+        )
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
     if resume is None:
         _refuse_inside_a_run(run_dir.parent if run_dir is not None else runs_dir)

@@ -218,3 +218,8 @@ def test_a_workload_or_trace_cut_short_says_to_write_it_again(finished_run: Path
         _refused(args, "): it is damaged or cut short; freeze it again (or copy it whole)")
     _refused(["init", cut, "-o", tmp_path / "gate"], "it is damaged or cut short; export it again")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.parquet"]
+
+
+def test_resume_with_a_runs_folder_is_refused_rather_than_ignored(finished_run: Path, tmp_path: Path) -> None:
+    _refused(["run", "--resume", finished_run, "-o", tmp_path / "elsewhere"], "leave -o out")
+    assert not (tmp_path / "elsewhere").exists()
