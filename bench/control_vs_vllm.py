@@ -5,8 +5,9 @@ turn, the order rotating every repetition, so load swings on the shared machine 
 
 - hf with its defaults (on CPU float32: `linear=onednn`, `attention=onednn`, glibc keeping freed
   blocks), hf with `-E attention=sdpa` (the default before), hf with its defaults but glibc handing
-  freed blocks back to the kernel (malloc's own settings), and with `--with-torch` hf with
-  `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a control session (treatment full)
+  freed blocks back to the kernel (malloc's own settings), hf with its defaults but every decode step
+  through transformers' modules (the flat step's bit-identical predecessor), and with `--with-torch`
+  hf with `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a control session (treatment full)
   generating each case alone; the first is the control the others match;
 - vLLM-cpu: `LLM.generate` on the same token ids, one request at a time, with kvgate's control engine
   arguments on CPU (float32, block size 128, eager unless `--vllm-compiled`), its engine core in-process
@@ -45,12 +46,16 @@ import common
 MODEL = "smollm2-135m"
 RETURNED = "freed_memory_returned"
 """A side's option (the bench's, not the engine's): glibc left to hand freed blocks back to the kernel."""
+MODULES_DECODE = "decode_through_modules"
+"""A side's option (the bench's): every decode step through transformers' modules, as before the flat
+step (kvgate/engines/hf/decode_step.py), which gives the same logits bit for bit."""
 TARGET_VLLM = 1.15
 TARGET_FLOOR = 1.2
 HF_SIDES = {
     "hf control (defaults: linear=onednn, attention=onednn)": "",
     "hf control (attention=sdpa)": "attention=sdpa",
     "hf control (defaults, freed memory returned)": f"{RETURNED}=1",
+    "hf control (defaults, decode steps through the modules)": f"{MODULES_DECODE}=1",
 }
 """Each hf side's `-E` options, comma-separated (the first side is the control)."""
 TORCH_SIDE = {"hf control (linear=torch)": "linear=torch"}
@@ -115,6 +120,10 @@ class HFSide:
             import kvgate.engines.hf.engine as engine_module
 
             engine_module.keep_freed_memory = lambda: False
+        if given.pop(MODULES_DECODE, None):
+            import kvgate.engines.hf.forward as forward_module
+
+            forward_module.applies = lambda model, ids: False
         self.engine = HFEngine(resolve_model(MODEL), threads=1, **given)
 
     def facts(self) -> dict[str, Any]:
