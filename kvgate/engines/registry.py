@@ -84,7 +84,16 @@ ENGINES: Registry[EngineInfo] = Registry(
             ("torch", "transformers"),
             "pip install -e '.[hf]' (or `make demo`)",
             loads_weights=True,
-            options=("device", "dtype", "reuse_cache_bytes", "threads", "timeout_s", "linear", "attention"),
+            options=(
+                "device",
+                "dtype",
+                "reuse_cache_bytes",
+                "threads",
+                "timeout_s",
+                "linear",
+                "attention",
+                "matvec",
+            ),
             resumed_as=(("linear", "torch"), ("attention", "sdpa")),
             proof=(
                 ("quantize", "n_kv_quantized, kv_dtype, kv_bytes"),

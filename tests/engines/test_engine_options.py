@@ -48,7 +48,7 @@ def test_the_lists_match_the_engines_signatures() -> None:
             "hf",
             "zzz=1",
             "unknown hf engine option 'zzz' (-E); known: device, dtype, reuse_cache_bytes, threads, "
-            "timeout_s, linear, attention",
+            "timeout_s, linear, attention, matvec",
         ),
     ],
 )

@@ -45,6 +45,7 @@ from kvgate.engines.hf.eviction.head_mask import HeadMask
 from kvgate.engines.hf.forward import forward_at
 from kvgate.engines.hf.kv_formats.formats import bytes_per_value
 from kvgate.engines.hf.kv_formats.refused import kv_dtype_refusal
+from kvgate.engines.hf.matvec import MATVECS, transpose_head
 from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
 from kvgate.engines.hf.onednn_linear import default_linear, onednn_available, pack_linears
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
@@ -107,6 +108,7 @@ class HFEngine:
         timeout_s: float | None = None,
         linear: str | None = None,
         attention: str | None = None,
+        matvec: str | None = None,
     ) -> None:
         """Options (`kvgate run -E key=value`): device, dtype (float32 | bfloat16 | float16),
         reuse_cache_bytes (bound of the prefix cache and of the span store, each), threads (torch's),
@@ -114,7 +116,9 @@ class HFEngine:
         decoder's projections through oneDNN with packed weights, float32 on CPU; default onednn where
         that applies, else torch: onednn_linear), attention (sdpa | onednn: every prefill chunk's
         attention as blocks of oneDNN products, float32 on CPU; default onednn where that applies,
-        else sdpa: onednn_attention)."""
+        else sdpa: onednn_attention), matvec (gemm | gemv: products of one row per sequence, the head's
+        and a decode step's, on the prefill's layouts, or on layouts for one row, float32 on CPU;
+        default gemm: matvec)."""
         hide_triton_without_gpu()  # before transformers loads torch._dynamo (triton_guard)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -135,6 +139,13 @@ class HFEngine:
                 "hf engine: attention=onednn computes float32 prefill attention on the CPU (and needs torch "
                 "built with oneDNN): use it with device=cpu and dtype=float32, or leave attention at sdpa"
             )
+        if matvec is not None and matvec not in MATVECS:
+            raise BadInput(f"hf engine: matvec must be one of {', '.join(MATVECS)}, got {matvec!r}")
+        if matvec == "gemv" and not cpu_float32:
+            raise BadInput(
+                "hf engine: matvec=gemv lays out float32 weights for the CPU: use it with device=cpu "
+                "and dtype=float32, or leave matvec at gemm"
+            )
         if not isinstance(reuse_cache_bytes, int) or reuse_cache_bytes < 0:
             raise BadInput(f"hf engine: reuse_cache_bytes must be an integer ≥ 0, got {reuse_cache_bytes!r}")
         if threads is not None:
@@ -153,8 +164,12 @@ class HFEngine:
             )
         self.model.to(self.device).eval()
         self.linear = linear or default_linear(device, dtype)
+        self.matvec = matvec or "gemm"
+        one_row = self.matvec == "gemv"
         if self.linear == "onednn":
-            pack_linears(self.model)
+            pack_linears(self.model, head=not one_row, one_row=one_row)
+        if one_row:
+            transpose_head(self.model)
         self.attention = attention or onednn_attention.default_attention(device, dtype)
         if self.attention == "onednn":  # attn_implementation in the fingerprint names it too
             self.model.set_attn_implementation(onednn_attention.register())
@@ -215,6 +230,7 @@ class HFEngine:
             # run resumes with them (the engine table's resumed_as), never on the new defaults.
             **({"linear": self.linear} if self.linear != "torch" else {}),
             **({"attention": self.attention} if self.attention != "sdpa" else {}),
+            **({"matvec": self.matvec} if self.matvec != "gemm" else {}),
         }
 
     def open(self, setup: ArmSetup) -> HFSession:

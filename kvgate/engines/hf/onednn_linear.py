@@ -5,11 +5,12 @@ torch's float32 `nn.Linear` on CPU calls MKL's sgemm, which on AMD processors ta
 weight reordered once into its blocked layout (`torch.ops.mkldnn._reorder_linear_weight`, as inductor's
 weight freezing does), reaches ≈220; a matrix-vector product (a decode step's [1, in] rows) streams the
 weights at ≈28 GB/s against MKL's ≈17 (bench/control_vs_vllm.py). Each decoder layer's `nn.Linear`, and
-the head, keeps its module and its hooks (the certificate and query capture hook q_proj and o_proj);
-only its forward changes, to `_linear_pointwise(x [.., in], packed [out, in]) → [.., out]`. The
-module's own weight is then freed (left as a meta tensor of its shape: reading its values fails
-loudly), so the model holds each projection once; a head tied to the embeddings keeps the weight the
-lookup reads, beside its packed copy (576 × 49,152 floats for the embedded model).
+the head (unless `matvec=gemv` computes it from a transposed copy: matvec), keeps its module and its
+hooks (the certificate and query capture hook q_proj and o_proj); only its forward changes, to
+`_linear_pointwise(x [.., in], packed [out, in]) → [.., out]`. The module's own weight is then freed
+(left as a meta tensor of its shape: reading its values fails loudly), so the model holds each
+projection once; a head tied to the embeddings keeps the weight the lookup reads, beside its packed
+copy (576 × 49,152 floats for the embedded model).
 
 The sums are the same products in another order, so logits differ from MKL's in the last bits (≈1e-4 on
 activations of magnitude 10) and a greedy choice between two near-equal tokens can differ. It is the
@@ -42,18 +43,19 @@ def default_linear(device: str, dtype: str) -> str:
     return "onednn" if device == "cpu" and dtype == "float32" and onednn_available() else "torch"
 
 
-def pack_linears(model: Any) -> int:
-    """Route every float32 `nn.Linear` of the model's decoder layers, and its output head, through oneDNN
-    with a packed weight; returns how many. Each module's own weight is freed unless another module
-    shares it (tied embeddings)."""
+def pack_linears(model: Any, head: bool = True, one_row: bool = False) -> int:
+    """Route every float32 `nn.Linear` of the model's decoder layers, and its output head unless `head`
+    is False (matvec.transpose_head computes it), through oneDNN with a packed weight; returns how many.
+    `one_row`: the weights laid out for products of one row (oneDNN's batch-size hint 1: matvec). Each
+    module's own weight is freed unless another module shares it (tied embeddings)."""
     if not onednn_available():
         raise RuntimeError("this torch build has no oneDNN packed linear")
-    modules = [*model.model.layers.modules(), model.get_output_embeddings()]
+    modules = [*model.model.layers.modules(), *([model.get_output_embeddings()] if head else [])]
     chosen = [m for m in modules if isinstance(m, nn.Linear) and m.weight.dtype == torch.float32]
     inputs = model.get_input_embeddings()
     shared = {inputs.weight.data_ptr()} if inputs is not None else set()
     for module in chosen:
-        _pack(module, free=module.weight.data_ptr() not in shared)
+        _pack(module, free=module.weight.data_ptr() not in shared, rows=1 if one_row else None)
     _copy_out_of_the_file(model)
     return len(chosen)
 
@@ -69,9 +71,9 @@ def _copy_out_of_the_file(model: Any) -> None:
                 parameter.data = parameter.data.clone()
 
 
-def _pack(module: nn.Linear, free: bool) -> None:
+def _pack(module: nn.Linear, free: bool, rows: int | None) -> None:
     with torch.no_grad():
-        weight = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), None)
+        weight = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), rows)
     bias = None if module.bias is None else module.bias.detach()
     if free:
         module.weight = nn.Parameter(torch.empty_like(module.weight, device="meta"), requires_grad=False)
