@@ -95,6 +95,25 @@ def _without_progress_bars() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def _device(device: Any) -> torch.device:
+    """The torch device `-E device=` names, if this machine has it; a BadInput otherwise (moving the
+    model to a CUDA device a CPU build of torch lacks was an internal error)."""
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        parsed = None
+    if parsed is None or parsed.type not in ("cpu", "cuda", "mps"):
+        raise BadInput(f"hf engine: device must be cpu, cuda, cuda:N or mps, got {device!r}")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if parsed.type == "cuda" and (parsed.index or 0) >= gpus:
+        raise BadInput(
+            f"hf engine: device {device!r}, but torch here sees {gpus} CUDA device(s): use -E device=cpu"
+        )
+    if parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise BadInput(f"hf engine: device {device!r}, but torch here has no MPS: use -E device=cpu")
+    return parsed
+
+
 class HFEngine:
     name = registered_name(__module__, __qualname__)
 
@@ -153,9 +172,9 @@ class HFEngine:
                 raise BadInput(f"hf engine: threads must be an integer ≥ 1, got {threads!r}")
             torch.set_num_threads(threads)
         self.timeout_s = check_timeout("hf", timeout_s)
+        self.device = _device(device)
         folder = model_folder(model)
         self.model_spec = model
-        self.device = torch.device(device)
         self.dtype = dtype
         with _without_progress_bars():
             self.tokenizer: Any = AutoTokenizer.from_pretrained(str(folder))
