@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"rundir"},
     {"engines"},
     {"treatments", "workload", "models"},
-    {"gate", "validators", "model_hub", "converted_model", "arrow_numpy"},
+    {"gate", "validators", "model_hub", "converted_model", "arrow_numpy", "arrow_build"},
     {"stats", "tomlspec", "registry", "names", "paths", "shipped", "contained"},
     {"bounded_file"},
     {"spec_kinds"},

@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kvgate.arrow_build import table as arrow_table
 from kvgate.errors import BadInput, EngineFailure
 from kvgate.names import check_name
 from kvgate.rundir import part_index
@@ -105,7 +106,7 @@ def write_part(run_dir: Path, arm: str, rows: list[dict[str, Any]]) -> Path:
         if folder.is_symlink():
             raise BadInput(f"{folder} is a link: kvgate writes a run's results only inside its folder")
     run_id = stored_run_id(run_dir)
-    table = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA).replace_schema_metadata(_metadata(run_id, arm))
+    table = arrow_table(rows, RESULT_SCHEMA).replace_schema_metadata(_metadata(run_id, arm))
     arm_dir = results_dir(run_dir) / arm
     path = arm_dir / "part-?????.parquet"
     try:

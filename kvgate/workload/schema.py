@@ -10,10 +10,8 @@ import hashlib
 import json
 import os
 import tempfile
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kvgate.arrow_build import table as arrow_table
 from kvgate.arrow_numpy import to_numpy
 from kvgate.errors import BadInput
 from kvgate.spec_kinds import GOES_TO, WHAT
@@ -129,7 +128,7 @@ def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
     for col in slice_columns:
         if col not in schema.names:
             schema = schema.append(pa.field(col, pa.string()))
-    table = _table(rows, schema)
+    table = arrow_table(rows, schema)  # token ids through one flat int32 buffer, no pandas
     full_meta = {
         **meta,
         "schema_version": SCHEMA_VERSION,
@@ -144,24 +143,6 @@ def write_workload(cases: list[Case], path: Path, meta: dict[str, Any]) -> str:
     except OSError as exc:
         raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
     return sha
-
-
-def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
-    """The rows as an Arrow table; token ids go through one flat int32 buffer rather than a Python
-    list per row (most of a long-context workload's bytes)."""
-    columns = []
-    for field in schema:
-        values: list[Any] = [row.get(field.name) for row in rows]  # source_id: only where a case has one
-        if field.name == "prompt_token_ids" and all(v is not None for v in values):
-            flat = array("i")
-            for ids in values:
-                flat.extend(ids)
-            offsets = pa.array(list(accumulate(map(len, values), initial=0)), pa.int32())
-            ids_array = pa.Array.from_buffers(pa.int32(), len(flat), [None, pa.py_buffer(flat)])
-            columns.append(pa.ListArray.from_arrays(offsets, ids_array))
-        else:
-            columns.append(pa.array(values, field.type))
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def atomic_write(path: Path, write: Any) -> None:
