@@ -50,6 +50,7 @@ from kvgate.engines.hf.offload import DiskTier, HostTier, Tier, round_trip
 from kvgate.engines.hf.onednn_linear import default_linear, onednn_available, pack_linears
 from kvgate.engines.hf.prefix_cache import PrefixCache, PrefixReuse
 from kvgate.engines.hf.rope_shift import rope_shift_refusal, rotary_embedding
+from kvgate.engines.hf.scipy_guard import import_model_machinery_without_scipy
 from kvgate.engines.hf.span_reuse import SpanReuse, SpanStore
 from kvgate.engines.hf.triton_guard import hide_triton_without_gpu
 from kvgate.engines.registry import registered_name
@@ -139,6 +140,7 @@ class HFEngine:
         and a decode step's, on the prefill's layouts, or on layouts for one row, float32 on CPU;
         default gemm: matvec)."""
         hide_triton_without_gpu()  # before transformers loads torch._dynamo (triton_guard)
+        import_model_machinery_without_scipy()  # its object-detection losses' scipy (scipy_guard)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if dtype not in DTYPES:
