@@ -33,6 +33,12 @@ def table(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+def scalar(value: Any, type: pa.DataType) -> pa.Scalar:
+    """`value` as an Arrow scalar of `type`, for a compute function's operand (pyarrow.compute turns a
+    Python value into one through `pa.scalar`, which imports pandas as `pa.array` does)."""
+    return array([value], type)[0]
+
+
 def array(values: Sequence[Any], type: pa.DataType, name: str = "a column") -> pa.Array:
     """`values` as an Arrow array of `type` (one of the types above); `name` is the column's, for errors."""
     n = len(values)

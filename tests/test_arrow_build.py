@@ -85,3 +85,10 @@ def test_no_pandas_is_imported() -> None:
     argv = [sys.executable, "-c", code]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_scalar_is_the_typed_value() -> None:
+    from kvgate.arrow_build import scalar
+
+    assert scalar(0, pa.int32()).equals(pa.scalar(0, pa.int32()))
+    assert scalar("full", pa.string()).as_py() == "full"

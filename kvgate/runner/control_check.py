@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
+from kvgate.arrow_build import scalar
 from kvgate.gate.feasibility import check_control_winnable
 from kvgate.gate.policy import Policy
 from kvgate.rundir.store import read_results
@@ -25,9 +27,10 @@ from kvgate.workload.case import Case, case_labels
 def control_verdicts(run_dir: Path, control: str) -> dict[str, bool]:
     """Case id → whether the control's first pass (replicate 0, attempt 0) passed it, for stored rows."""
     table = read_results(run_dir, ["case_id", "arm", "replicate", "attempt", "passed"])
+    zero = scalar(0, pa.int32())  # Arrow scalars: a Python value would import pandas (arrow_build)
     first = pc.and_(
-        pc.and_(pc.equal(table["arm"], control), pc.equal(table["replicate"], 0)),
-        pc.equal(table["attempt"], 0),
+        pc.and_(pc.equal(table["arm"], scalar(control, pa.string())), pc.equal(table["replicate"], zero)),
+        pc.equal(table["attempt"], zero),
     )
     rows = table.filter(first)
     return dict(zip(rows["case_id"].to_pylist(), rows["passed"].to_pylist(), strict=True))
