@@ -19,9 +19,10 @@ import argparse
 import sys
 
 import common
-from linear_identity import chosen_cases, run_arm
+from linear_identity import chosen_cases
+from option_identity import chosen_treatments, compare
 
-import kvgate.engines.hf  # noqa: F401  (OpenMP's passive waits, set before torch loads)
+import kvgate  # noqa: F401  (sets OpenMP's passive waits before torch loads)
 
 MODEL = "smollm2-135m"
 ATTENTIONS = ("sdpa", "onednn")
@@ -46,35 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--cases must be ≥ 1")
     from kvgate.engines.hf.engine import HFEngine
     from kvgate.models import resolve_model
-    from kvgate.treatments.matrix import catalog_tables, parse_treatment
 
     load = common.load_average()
     cases = chosen_cases(args.suite, n_cases)
     linear = {"linear": args.linear} if args.linear else {}
     engines = {a: HFEngine(resolve_model(MODEL), threads=1, attention=a, **linear) for a in ATTENTIONS}
     linear_used = engines["sdpa"].linear
-    tables = catalog_tables()
-    chosen = list(tables) if args.treatments is None else args.treatments.split(",")
-    unknown = [n for n in chosen if n not in tables]
-    if unknown:
-        parser.error(f"--treatments: not in the catalog: {', '.join(unknown)}")
-    rows, data, refused = [], {}, []
-    for index, name in enumerate(chosen):
-        treatment = parse_treatment(name, tables, "catalog")
-        if engines["sdpa"].refusal(treatment) is not None:
-            refused.append(name)
-            continue
-        order = common.rotated(ATTENTIONS, index)
-        outcome = {a: run_arm(engines[a], treatment, cases) for a in order}
-        pairs = zip(cases, outcome["sdpa"][0], outcome["onednn"][0], strict=True)
-        differ = [case.case_id for case, a, b in pairs if a != b]
-        cpu = {a: outcome[a][1] for a in ATTENTIONS}
-        data[name] = {"same_tokens": not differ, "cases_differ": differ, "cpu_s": cpu}
-        rows.append([name, str(not differ), f"{cpu['sdpa']:.2f}", f"{cpu['onednn']:.2f}",
-                     f"{cpu['onednn'] / cpu['sdpa']:.3f}×"])  # fmt: skip
-        print(name, not differ, {a: round(c, 2) for a, c in cpu.items()}, flush=True)
-    differing = [n for n, d in data.items() if not d["same_tokens"]]
-    ratios = [d["cpu_s"]["onednn"] / d["cpu_s"]["sdpa"] for d in data.values()]
+    chosen, tables = chosen_treatments(args.treatments)
+    result = compare(engines, ATTENTIONS, chosen, tables, cases)
     lengths = ", ".join(str(len(c.prompt_token_ids or ())) for c in cases)
     which, among = (
         ("every shipped treatment", "every catalog treatment")
@@ -87,18 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         + common.provenance([common.PYTHON, __file__, *sys.argv[1:]], load)
         + f"- {len(cases)} {args.suite} cases frozen for {MODEL} (prompt tokens {lengths}, up to "
         f"{max(c.max_new_tokens for c in cases)} new tokens), one at a time; both engines `linear="
-        f"{linear_used}`; {among} the hf engine accepts ({len(data)}; refused: "
-        f"{', '.join(refused) or 'none'})\n"
-        f"- same output tokens on every treatment: {not differing}"
-        + (f" (differ: {', '.join(differing)})" if differing else "")
-        + f"; CPU onednn ÷ sdpa, median over treatments: {common.median(ratios):.3f}×\n\n"
-        + common.table(["treatment", "same tokens", "sdpa CPU s", "onednn CPU s", "onednn ÷ sdpa"], rows)
-        + "\n"
+        f"{linear_used}`; {among} the hf engine accepts ({len(result.data)}; refused: "
+        f"{', '.join(result.refused) or 'none'})\n" + result.summary()
     )
     print(text)
     if not args.no_write:
-        common.write_section(SECTIONS[args.suite], text, {"treatments": data, "refused": refused,
-                                                          "linear": linear_used})  # fmt: skip
+        record = {"treatments": result.data, "refused": result.refused, "linear": linear_used}
+        common.write_section(SECTIONS[args.suite], text, record)
     return 0
 
 

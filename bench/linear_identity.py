@@ -29,7 +29,7 @@ from typing import Any
 
 import common
 
-import kvgate.engines.hf  # noqa: F401  (OpenMP's passive waits, set before torch loads)
+import kvgate  # noqa: F401  (sets OpenMP's passive waits before torch loads)
 
 MODEL = "smollm2-135m"
 LINEARS = ("torch", "onednn")

@@ -1,4 +1,4 @@
-"""`-E matvec=gemv` (the default on CPU float32) against `matvec=gemm` on every shipped treatment the hf
+"""`-E matvec=gemv` (opt-in; the default is gemm) against `matvec=gemm` on every shipped treatment the hf
 engine runs: same tokens?
 
 gemv computes one-row products on layouts for one row (kvgate/engines/hf/matvec.py): a decode step's
@@ -20,9 +20,10 @@ import argparse
 import sys
 
 import common
-from linear_identity import chosen_cases, run_arm
+from linear_identity import chosen_cases
+from option_identity import chosen_treatments, compare
 
-import kvgate.engines.hf  # noqa: F401  (OpenMP's passive waits, set before torch loads)
+import kvgate  # noqa: F401  (sets OpenMP's passive waits before torch loads)
 
 MODEL = "smollm2-135m"
 MATVECS = ("gemm", "gemv")
@@ -44,34 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--cases must be ≥ 1")
     from kvgate.engines.hf.engine import HFEngine
     from kvgate.models import resolve_model
-    from kvgate.treatments.matrix import catalog_tables, parse_treatment
 
     load = common.load_average()
     cases = chosen_cases(args.suite, n_cases)
     engines = {h: HFEngine(resolve_model(MODEL), threads=1, matvec=h) for h in MATVECS}
     kernels = {k: engines["gemm"].fingerprint().get(k) for k in ("linear", "attention")}
-    tables = catalog_tables()
-    chosen = list(tables) if args.treatments is None else args.treatments.split(",")
-    unknown = [n for n in chosen if n not in tables]
-    if unknown:
-        parser.error(f"--treatments: not in the catalog: {', '.join(unknown)}")
-    rows, data, refused = [], {}, []
-    for index, name in enumerate(chosen):
-        treatment = parse_treatment(name, tables, "catalog")
-        if engines["gemm"].refusal(treatment) is not None:
-            refused.append(name)
-            continue
-        order = common.rotated(MATVECS, index)
-        outcome = {h: run_arm(engines[h], treatment, cases) for h in order}
-        pairs = zip(cases, outcome["gemm"][0], outcome["gemv"][0], strict=True)
-        differ = [case.case_id for case, a, b in pairs if a != b]
-        cpu = {h: outcome[h][1] for h in MATVECS}
-        data[name] = {"same_tokens": not differ, "cases_differ": differ, "cpu_s": cpu}
-        rows.append([name, str(not differ), f"{cpu['gemm']:.2f}", f"{cpu['gemv']:.2f}",
-                     f"{cpu['gemv'] / cpu['gemm']:.3f}×"])  # fmt: skip
-        print(name, not differ, {h: round(c, 2) for h, c in cpu.items()}, flush=True)
-    differing = [n for n, d in data.items() if not d["same_tokens"]]
-    ratios = [d["cpu_s"]["gemv"] / d["cpu_s"]["gemm"] for d in data.values()]
+    chosen, tables = chosen_treatments(args.treatments)
+    result = compare(engines, MATVECS, chosen, tables, cases)
     lengths = ", ".join(str(len(c.prompt_token_ids or ())) for c in cases)
     which, among = (
         ("every shipped treatment", "every catalog treatment")
@@ -85,16 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         + f"- {len(cases)} {args.suite} cases frozen for {MODEL} (prompt tokens {lengths}, up to "
         f"{max(c.max_new_tokens for c in cases)} new tokens), one at a time; both engines "
         f"`linear={kernels['linear']}`, `attention={kernels['attention']}`; {among} the hf engine accepts "
-        f"({len(data)}; refused: {', '.join(refused) or 'none'})\n"
-        f"- same output tokens on every treatment: {not differing}"
-        + (f" (differ: {', '.join(differing)})" if differing else "")
-        + f"; CPU gemv ÷ gemm, median over treatments: {common.median(ratios):.3f}×\n\n"
-        + common.table(["treatment", "same tokens", "gemm CPU s", "gemv CPU s", "gemv ÷ gemm"], rows)
-        + "\n"
+        f"({len(result.data)}; refused: {', '.join(result.refused) or 'none'})\n" + result.summary()
     )
     print(text)
     if not args.no_write:
-        common.write_section(SECTIONS[args.suite], text, {"treatments": data, "refused": refused, **kernels})
+        record = {"treatments": result.data, "refused": result.refused, **kernels}
+        common.write_section(SECTIONS[args.suite], text, record)
     return 0
 
 
