@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from helpers.cli import kvgate
+from helpers.cli import finished_fake_run, kvgate
 
 LONG = "x" * 5000
 """A name longer than any file system allows (ENAMETOOLONG)."""
@@ -151,16 +151,7 @@ def test_an_engine_option_nested_100000_deep_is_refused() -> None:
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A complete fake-engine run of 2 cases: the control and one candidate."""
-    root = tmp_path_factory.mktemp("finished")
-    assert kvgate("freeze", "smoke", "--limit", "2", "-o", root / "w.parquet").exit_code == 0
-    (root / "m.toml").write_text(
-        '[matrix]\ncontrol = "full"\ncandidates = ["fp8-e4m3"]\naa_replicate = false\n'
-    )
-    ran = kvgate(
-        "run", "--engine", "fake", "-w", root / "w.parquet", "-m", root / "m.toml", "--run-dir", root / "run"
-    )
-    assert ran.exit_code in (0, 1, 3), ran.output
-    return root / "run"
+    return finished_fake_run(tmp_path_factory.mktemp("finished"))
 
 
 def _copy(run: Path, tmp_path: Path) -> Path:
