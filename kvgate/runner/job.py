@@ -22,6 +22,7 @@ from kvgate.engines.registry import DEFAULT_ENGINE, engine_info
 from kvgate.errors import BadInput, RunInterrupted
 from kvgate.gate.feasibility import check_safe, check_winnable
 from kvgate.gate.policy import Policy, load_policy, parse_policy
+from kvgate.gate.policy_slices import check_policy_slices
 from kvgate.models import (
     DEFAULT_MODEL,
     ModelSpec,
@@ -35,7 +36,6 @@ from kvgate.rundir.manifest import MANIFEST, build_manifest, read_manifest, stop
 from kvgate.rundir.store import reconcile, remove_superseded_parts, remove_temp_files
 from kvgate.runner.case_keys import cluster_key
 from kvgate.runner.context import Executor, NoProgress, Progress, RunContext
-from kvgate.runner.policy_slices import check_policy_slices
 from kvgate.runner.run import check_applicable, open_run, refuse_if_changed
 from kvgate.runner.shared_prefix_reuse import shared_prefix_reuse_warning
 from kvgate.runner.tokenizer_match import check_tokenizer

@@ -94,7 +94,10 @@ def test_unknown_slice_column_in_the_policy_is_bad_input(fixed_run: Path, tmp_pa
     policy.write_text('critical = ["tsak=passkey"]\n')
     result = invoke(str(fixed_run), "--policy", str(policy), "--policy-changed-reason", "x")
     assert result.exit_code == 2
-    assert "unknown slice column in the policy 'tsak'; did you mean 'task'?" in result.output
+    assert (
+        "policy slice 'tsak=passkey'" in result.output
+        and "has no slice column 'tsak' (did you mean 'task'?" in result.output
+    )
 
 
 def test_adjusted_figures_gates_by_weighted_holm_signals_by_bh(fixed_run: Path) -> None:

@@ -26,6 +26,7 @@ from kvgate.gate.decision import EXIT_CODES, combine
 from kvgate.gate.feasibility import check_safe
 from kvgate.gate.policy import Policy, parse_policy
 from kvgate.gate.policy_diff import TEXT_ONLY, changed_settings
+from kvgate.gate.policy_slices import check_policy_columns
 from kvgate.report.analysis.arm import ReportContext, arm_report
 from kvgate.report.analysis.context import context_group
 from kvgate.report.analysis.noise import aa_flips, isolation_checks, noise_floor
@@ -168,6 +169,8 @@ def report_and_rows(
     examples and gains (False: the decisions alone, as a sequential run's looks need them)."""
     policy, changed, unsafe_reason = resolve_policy(manifest, change)
     cases = read_cases(manifest)
+    if changed is not None:  # the declared policy was checked so before the run
+        check_policy_columns(policy, cases.slice_columns, f"run {manifest['run_id']}")
     control_name = manifest["matrix"]["control"]
     rows = RunRows(run_dir, cases, list(manifest["arms"]), check, control_name if evidence else None)
     control = rows.arm_rows(control_name)
