@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kvgate.cli.options import MODEL_TAKES, PATH
+from kvgate.workload.checks import MAX_CASES, MAX_SEED
 
 if TYPE_CHECKING:
     from kvgate.workload.case import Case
@@ -22,8 +23,13 @@ if TYPE_CHECKING:
     help=f"Freeze the prompts as this model's token ids: {MODEL_TAKES}.  [default: kvgate's word tokenizer, "
     "for --engine fake]",
 )  # fmt: skip
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--limit", type=int, default=None, help="Keep this many cases, spread over the suites.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_CASES),
+    default=None,
+    help="Keep this many cases, spread over the suites.",
+)
 @click.option("--check", "check", type=PATH, default=None, help="Verify a workload file.")
 @click.option(
     "--verbose", is_flag=True, help="Show the libraries' progress bars (a model's conversion or download)."

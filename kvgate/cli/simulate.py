@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from kvgate.cli.options import PATH
+from kvgate.workload.checks import MAX_SEED
 
 DEFAULT_N = (24, 60, 100, 300, 1000)
 MAX_RUNS = 1_000_000
@@ -32,7 +33,7 @@ MAX_CELLS = 2 * 10**9
     help="Without -w: one slice of n control passes (repeatable). [default: 24 60 100 300 1000]",
 )  # fmt: skip
 @click.option("--runs", type=int, default=10_000, show_default=True, help="Simulated runs per point.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True)
 @click.option(
     "--defects", type=click.Choice(["independent", "cluster"]), default="independent", show_default=True,
     help="Candidate failures per case, or per cluster (a defect fails the whole prefix group).",

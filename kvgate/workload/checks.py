@@ -17,6 +17,8 @@ from kvgate.workload.case import Case
 
 MAX_NEW_TOKENS = 65_536
 MAX_CASES = 10_000_000
+MAX_SEED = 2**32 - 1
+"""The largest seed (`kvgate freeze --seed`, `kvgate simulate --seed`): any random generator takes it."""
 META_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["schema_version", "slice_columns", "n_cases", "content_sha256"],
@@ -30,6 +32,8 @@ META_SCHEMA: dict[str, Any] = {
         "n_cases": {"type": "integer", "minimum": 1, "maximum": MAX_CASES},
         "content_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
         "tokenizer": {"type": ["string", "null"]},
+        "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+        "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CASES},
     },
 }
 _META = jsonschema.Draft202012Validator(META_SCHEMA)
