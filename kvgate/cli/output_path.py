@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from kvgate.errors import BadInput
@@ -32,10 +33,15 @@ HEAD_BYTES = 1 << 16
 
 def check_output_file(path: Path, writes: str) -> None:
     """`path` may be written with `writes` (what the command writes there: "the report", "a workload"):
-    not a folder, its nearest existing folder writable, and not a file of input (`held_input`)."""
+    not a folder, its nearest existing folder one a file can be made in (an existing device or named
+    pipe, written into: itself writable), and not a file of input (`held_input`)."""
     if os.path.isdir(path):
         raise BadInput(f"cannot write {writes} to {path}: it is a folder; name a file")
-    check_output_folder(path.parent, writes, path)
+    if _written_into(path):
+        if not os.access(path, os.W_OK):
+            raise BadInput(f"cannot write {writes} to {path}: it is not writable; name another path")
+    else:
+        check_output_folder(path.parent, writes, path)
     held = held_input(path, workload=writes == "a workload")
     if held:
         raise BadInput(f"{path} is {held}; writing {writes} over it would lose it: name another path")
@@ -48,9 +54,34 @@ def check_output_folder(folder: Path, writes: str, shown: Path | None = None) ->
     existing = folder
     while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
-    problem = "is a file, not a folder" if not existing.is_dir() else "is not writable"
-    if problem == "is a file, not a folder" or not os.access(existing, os.W_OK | os.X_OK):
+    problem = "is a file, not a folder" if not existing.is_dir() else _cannot_make_in(existing)
+    if problem:
         raise BadInput(f"cannot write {writes} to {shown}: {existing} {problem}; name another path")
+
+
+def _cannot_make_in(folder: Path) -> str:
+    """Why no file can be made in the existing `folder` ("" when one can): tried with an empty file,
+    removed at once, as permissions alone do not tell (to root every folder is writable, /proc and
+    /sys included, where no file can be made)."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "is not writable"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kvgate-probe-", dir=folder)
+    except OSError as exc:
+        return f"takes no new file ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(probe)
+    return ""
+
+
+def _written_into(path: Path) -> bool:
+    """Whether `path` is an existing device or named pipe, which outputs are written into, never
+    renamed over (`-o /dev/null`)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def held_input(path: Path, workload: bool = False) -> str:

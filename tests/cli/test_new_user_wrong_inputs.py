@@ -117,6 +117,25 @@ def test_an_unwritable_output_is_refused_before_the_run_is_read(finished_run: Pa
     _refused(["freeze", "smoke", "-o", blocker / "w.parquet"], f"{blocker} is a file, not a folder")
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "{run}", "--samples", "/proc/kvgate-samples.jsonl"],
+        ["report", "{run}", "-o", "/proc/kvgate-report.txt"],
+        ["report", "{run}", "--format", "md,json", "-o", "/proc/kvgate-reports"],
+        ["view", "{run}", "--no-open", "-o", "/proc/kvgate-report.html"],
+        ["freeze", "smoke", "--limit", "1", "-o", "/proc/kvgate-w.parquet"],
+    ],
+)
+def test_a_folder_no_file_can_be_made_in_is_refused_before_any_work(
+    finished_run: Path, args: list[str]
+) -> None:
+    """As root, /proc passed the permission check; `--samples /proc/x` failed only after the whole report
+    was printed (and `freeze -o /proc/x` after the suite was frozen)."""
+    _refused([str(a).format(run=finished_run) for a in args], "/proc ")
+
+
 @pytest.mark.parametrize(
     "args",
     [
