@@ -62,6 +62,9 @@ def freeze(
                 "SUITES -o FILE without --check (freezing checks what it writes)"
             )
 
+        from kvgate.cli.run_as_workload import refuse_run_as_workload
+
+        refuse_run_as_workload(check, "--check")
         workload = read_workload(check)
         click.echo(
             f"{check}: ok — {len(workload.cases)} cases, schema_version {workload.meta['schema_version']}, "

@@ -87,7 +87,7 @@ def _written_into(path: Path) -> bool:
 def held_input(path: Path, workload: bool = False) -> str:
     """What kvgate input the existing file at `path` is ("" for none, or for no regular file): a frozen
     workload counts as none when `workload` (freezing again over it)."""
-    run = _run_holding(path)
+    run = run_holding(path)
     if run is not None:
         return f"a file of run {run}, which kvgate verifies"
     try:
@@ -107,7 +107,7 @@ def held_input(path: Path, workload: bool = False) -> str:
     return WHAT["trace"] if _is_trace(head) else ""
 
 
-def _run_holding(path: Path) -> Path | None:
+def run_holding(path: Path) -> Path | None:
     """The run folder (a folder with a manifest and results) `path` is one of the own files of: its
     manifest, lock or engine log, or a file anywhere under its `results/` or `server/`."""
     if path.name in RUN_FILES and _is_run(path.parent):

@@ -169,6 +169,10 @@ def run(
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
     if resume is None:
         _refuse_inside_a_run(run_dir.parent if run_dir is not None else runs_dir)
+    if workload is not None:
+        from kvgate.cli.run_as_workload import refuse_run_as_workload
+
+        refuse_run_as_workload(workload, "-w", resume=True)
 
     engine, options = with_endpoints(
         engine, parse_engine_options(engine_options) if engine_options else None, endpoints

@@ -83,9 +83,11 @@ def simulate(
         raise BadInput("give either -w WORKLOAD or --n, not both")
     structures: list[tuple[str, Structure]]
     if workload is not None:
+        from kvgate.cli.run_as_workload import refuse_run_as_workload
         from kvgate.report.analysis.gate_structure import gate_structure
         from kvgate.report.analysis.run_data import read_workload_cases
 
+        refuse_run_as_workload(workload, "-w")
         cases = read_workload_cases(str(workload))
         if cases.n == 0:
             raise BadInput(f"workload {workload} has no cases")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.cli import kvgate
+from helpers.cli import finished_fake_run, kvgate
 
 from kvgate.spec_kinds import TOP_KEYS, toml_kind
 from kvgate.tomlspec import toml_file_kind, toml_text_kind
@@ -158,3 +158,41 @@ def test_a_parquet_file_over_the_size_limit_is_named_too(smoke_workload: Path) -
 
     with pytest.raises(BadInput, match=r"is a Parquet file \(a frozen workload or a trace\), not a matrix: "):
         read_text(smoke_workload, 8, "matrix")
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return finished_fake_run(tmp_path_factory.mktemp("finished"))
+
+
+@pytest.mark.parametrize(
+    ("given", "what"),
+    [
+        ("results/index.json", "the results index of run {}"),  # was: "a trace, not a frozen workload"
+        ("manifest.json", "the manifest of run {}"),
+        ("engine.log", "the engine log of run {}"),
+        ("", "a run's folder"),  # was: "workload RUN is not a regular file"
+    ],
+)
+def test_a_runs_own_file_given_as_the_workload_is_named_with_what_to_give(
+    finished_run: Path, tmp_path: Path, given: str, what: str
+) -> None:
+    path = finished_run / given if given else finished_run
+    what = what.format(finished_run)
+    gated = f"run {finished_run} gated {(finished_run.parent / 'w.parquet').resolve()}"
+    runs = tmp_path / "runs"
+    result = kvgate("run", "--engine", "fake", "-w", path, "-o", runs, "--quiet")
+    resume = f"or continue that run with `kvgate run --resume {finished_run}`"
+    _one_line(result.exit_code, result.stderr, f"-w {path} is {what}, not a frozen workload")
+    assert f"give a frozen workload .parquet ({gated}), {resume}" in result.stderr, result.stderr
+    assert not runs.exists()
+    for command in (["freeze", "--check", path], ["simulate", "--runs", "10", "-w", path]):
+        result = kvgate(*command)
+        _one_line(result.exit_code, result.stderr, f" {path} is {what}, not a frozen workload")
+        assert "--resume" not in result.stderr
+
+
+def test_a_results_part_given_as_the_workload_is_named(finished_run: Path) -> None:
+    part = next((finished_run / "results").glob("*/*.parquet"))
+    result = kvgate("freeze", "--check", part)
+    _one_line(result.exit_code, result.stderr, f"--check {part} is a results part of run {finished_run}")
