@@ -68,10 +68,18 @@ def _expected_clusters(keys: list[str], rate: float) -> float:
 
 
 def check_winnable(policy: Policy, cases: Iterable[tuple[Mapping[str, str], bool, str]]) -> None:
-    """BadInput naming the first critical slice too small to ever pass. `cases`: per case, its slice
-    labels, critical flag and cluster key (the policy's cluster; a case's own id when it has none)."""
+    """BadInput when `all` has τ = 0 under a bound rule (no count of cases passes it: `kvgate run --tau 0`
+    ran, to be told "more cases would settle it"), else naming the first critical slice too small to
+    ever pass. `cases`: per case, its slice labels, critical flag and cluster key (the policy's cluster;
+    a case's own id when it has none)."""
     if policy.allow_unwinnable:
         return
+    if policy.rule != "point" and clusters_needed(policy.tau_for(ALL), policy.confidence) is None:
+        raise BadInput(
+            "policy τ = 0: no number of cases can pass the gate (the upper bound on a CFR stays above 0); "
+            "give a τ above 0 (--tau 0.01), or set allow_unwinnable = true in the policy if it is only "
+            "meant to fail"
+        )
     rows = list(cases)
     rate = policy.expected_control_pass_rate
     for name in critical_slices(policy, any(c for _, c, _ in rows)):

@@ -55,6 +55,24 @@ def test_clusters_count_against_a_critical_slice() -> None:
     check_winnable(Policy(cluster="none"), alone)
 
 
+def test_tau_zero_is_refused_before_generation_unless_the_rule_is_point(
+    smoke_workload: Path, tmp_path: Path
+) -> None:
+    """`kvgate run --tau 0` ran and reported "upper bound not yet under τ; more cases would settle it",
+    which no number of cases does."""
+    runs = tmp_path / "runs"
+    args = ["run", "--engine", "fake", "-w", str(smoke_workload), "--tau", "0", "-o", str(runs), "--quiet"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "policy τ = 0: no number of cases can pass" in result.stderr
+    assert "--tau 0.01" in result.stderr and not runs.exists()
+    cases = [({"task": "qa"}, False, f"case-{i}") for i in range(80)]
+    check_winnable(Policy(tau=0.0, rule="point"), cases)  # the estimate can be 0: winnable
+    check_winnable(Policy(tau=0.0, allow_unwinnable=True), cases)
+    with pytest.raises(BadInput, match="policy τ = 0"):
+        check_winnable(Policy(tau=0.1, slice_tau={"all": 0.0}), cases)
+
+
 def test_an_unsafe_policy_needs_a_reason_that_every_report_prints(
     smoke_workload: Path, tmp_path: Path
 ) -> None:
