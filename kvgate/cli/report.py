@@ -215,6 +215,8 @@ def report(
         policy, "--policy FILE", policy_changed_reason=policy_changed_reason is not None,
         policy_unsafe_reason=policy_unsafe_reason is not None,
     )  # fmt: skip
+    given = ctx.get_parameter_source("junit_inconclusive") is not click.core.ParameterSource.DEFAULT
+    _needs("junit" if "junit" in formats else None, "--format junit", junit_inconclusive=given)
     check_outputs(formats, output, samples)
     policy_text = read_policy_text(policy) if policy is not None else None
     change = PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason, source=str(policy))

@@ -181,6 +181,8 @@ def test_init_refuses_a_model_typo_rather_than_print_it(tmp_path: Path) -> None:
         (["--allow-different"], "--compare BASELINE_RUN"),
         (["--policy-changed-reason", "why"], "--policy FILE"),
         (["--policy-unsafe-reason", "why"], "--policy FILE"),
+        (["--junit-inconclusive", "skip"], "--format junit"),  # was: ignored by the table
+        (["--junit-inconclusive", "failure", "--format", "md,json", "-o", "out"], "--format junit"),
     ],
 )
 def test_report_flags_that_need_another_are_refused_without_it(
