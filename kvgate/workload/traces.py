@@ -125,6 +125,7 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
         text = read_text(path, MAX_TRACE_BYTES, "trace")
     except FileNotFoundError:
         raise BadInput(f"trace {path} does not exist") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors save UTF-8 with
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -135,13 +136,33 @@ def read_records(path: Path) -> list[tuple[str, int, dict[str, Any]]]:
             kind = None if records else toml_text_kind(text)
             if kind is not None:  # a suite, matrix or policy given where a trace belongs
                 raise BadInput(wrong_kind(str(path), kind, "trace")) from None
+            if not records:
+                _refuse_one_json_document(path, text)
             raise BadInput(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
             raise BadInput(f"{where}: nested thousands of levels deep; no request is") from None
         if not isinstance(record, dict):
+            if not records:
+                _refuse_one_json_document(path, text)
             raise BadInput(f"{where}: a record must be a JSON object, got {type(record).__name__}")
         records.append((where, lineno, record))
     return records
+
+
+def _refuse_one_json_document(path: Path, text: str) -> None:
+    """BadInput when the whole of `text` is one JSON array or object (a pretty-printed record, a list of
+    records) rather than JSON lines; nothing when it is not."""
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return
+    if isinstance(document, list | dict):
+        lines = len(text.splitlines())
+        shape = "one JSON array" if isinstance(document, list) else f"one JSON object over {lines} lines"
+        raise BadInput(
+            f"trace {path} is {shape}, not JSON lines: write each request as one JSON object on a line "
+            "of its own"
+        )
 
 
 def _json_field(value: Any) -> Any:

@@ -62,3 +62,35 @@ def test_init_never_overwrites_and_refuses_a_bad_trace(tmp_path: Path) -> None:
     bad.write_text('{"messages": []}\nnot json\n')
     code, out = kvgate("init", bad, "-o", tmp_path / "h")
     assert code == 2 and "bad.jsonl:2: not valid JSON" in out and not (tmp_path / "h").exists()
+
+
+RECORD = {"messages": [{"role": "user", "content": "Code 1?"}], "expected": ["1"]}
+
+
+def test_a_trace_that_is_one_json_document_says_to_write_json_lines(tmp_path: Path) -> None:
+    """A JSON array of records or one pretty-printed record was "not valid JSON: Expecting property name"
+    or "a record must be a JSON object, got list" at line 1."""
+    for name, text, shape in [
+        ("array.json", json.dumps([RECORD, RECORD]), "one JSON array"),
+        ("pretty.json", json.dumps(RECORD, indent=2), "one JSON object over 11 lines"),
+    ]:
+        path = tmp_path / name
+        path.write_text(text)
+        code, out = kvgate("init", path, "-o", tmp_path / name.replace(".", "-"))
+        assert code == 2 and len(out.splitlines()) == 1, out
+        assert f"trace {path} is {shape}, not JSON lines: write each request as one JSON object" in out, out
+    two = tmp_path / "two.jsonl"
+    two.write_text(json.dumps(RECORD) + "\n[1, 2]\n")  # a later line keeps its own message
+    code, out = kvgate("init", two, "-o", tmp_path / "t")
+    assert code == 2 and "two.jsonl:2: a record must be a JSON object, got list" in out, out
+
+
+def test_a_trace_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A trace some editors save with a UTF-8 byte-order mark was "not valid JSON: Unexpected UTF-8 BOM
+    (decode using utf-8-sig)"."""
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (json.dumps(RECORD) + "\n").encode())
+    code, out = kvgate("init", path, "-o", tmp_path / "g", "--engine", "fake")
+    assert code == 0, out
+    freeze = next(line.split(": ", 1)[-1].strip() for line in out.splitlines() if "kvgate freeze" in line)
+    assert kvgate(*shlex.split(freeze)[1:])[0] == 0
