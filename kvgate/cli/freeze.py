@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kvgate.cli.options import MODEL_TAKES, PATH
+from kvgate.cli.options import MODEL_TAKES, PATH, was_given
 from kvgate.workload.checks import MAX_CASES, MAX_SEED
 
 if TYPE_CHECKING:
@@ -60,6 +60,12 @@ def freeze(
             raise BadInput(
                 "--check FILE verifies a frozen workload and freezes nothing: give it alone, or freeze "
                 "SUITES -o FILE without --check (freezing checks what it writes)"
+            )
+        ignored = [f"--{name}" for name in ("model", "seed", "limit") if was_given(ctx, name)]
+        if ignored:  # else they were ignored: the file is checked as it was frozen
+            raise BadInput(
+                f"--check FILE verifies the workload as it was frozen; {ignored[0]} applies only to freezing "
+                "SUITES: leave it out"
             )
 
         from kvgate.cli.run_as_workload import refuse_run_as_workload

@@ -31,6 +31,11 @@ def parse_engine_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     return options
 
 
+def was_given(ctx: click.Context, name: str) -> bool:
+    """Whether the option `name` was given on the command line (not left at its default)."""
+    return ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+
+
 class GivenPath(click.Path):
     """A path option or argument as a `Path`; an empty one is refused (it would name the current folder:
     `-o ''` made the run there, `--policy ''` read "policy . is not a regular file")."""

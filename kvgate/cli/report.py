@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kvgate.cli.options import PATH
+from kvgate.cli.options import PATH, was_given
 from kvgate.report.render.formats import FORMATS
 
 if TYPE_CHECKING:
@@ -215,8 +215,8 @@ def report(
         policy, "--policy FILE", policy_changed_reason=policy_changed_reason is not None,
         policy_unsafe_reason=policy_unsafe_reason is not None,
     )  # fmt: skip
-    given = ctx.get_parameter_source("junit_inconclusive") is not click.core.ParameterSource.DEFAULT
-    _needs("junit" if "junit" in formats else None, "--format junit", junit_inconclusive=given)
+    junit = "junit" if "junit" in formats else None
+    _needs(junit, "--format junit", junit_inconclusive=was_given(ctx, "junit_inconclusive"))
     check_outputs(formats, output, samples)
     policy_text = read_policy_text(policy) if policy is not None else None
     change = PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason, source=str(policy))

@@ -79,3 +79,18 @@ def test_a_missing_key_of_an_entry_is_named_as_a_missing_key(tmp_path: Path) -> 
         result = CliRunner().invoke(cli, ["freeze", str(spec), "-o", str(tmp_path / "w.parquet")])
         assert result.exit_code == 2
         assert result.stderr.endswith(f"#1: missing key {key!r}\n"), result.stderr
+
+
+def test_check_with_an_option_of_freezing_is_refused_rather_than_ignored(tmp_path: Path) -> None:
+    """`freeze --check w.parquet --model M` (or --seed, --limit) checked the file as frozen and exited 0,
+    as if the option had been applied."""
+    frozen = tmp_path / "w.parquet"
+    assert CliRunner().invoke(cli, ["freeze", "smoke", "-o", str(frozen), "--limit", "2"]).exit_code == 0
+    for option, value in (("--model", "smollm2-135m"), ("--seed", "0"), ("--limit", "1")):
+        result = CliRunner().invoke(cli, ["freeze", "--check", str(frozen), option, value])
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"kvgate: error: --check FILE verifies the workload as it was frozen; {option} applies only to "
+            "freezing SUITES: leave it out\n"
+        )
+    assert CliRunner().invoke(cli, ["freeze", "--check", str(frozen)]).exit_code == 0
