@@ -35,6 +35,11 @@ def check_output_file(path: Path, writes: str) -> None:
     """`path` may be written with `writes` (what the command writes there: "the report", "a workload"):
     not a folder, its nearest existing folder one a file can be made in (an existing device or named
     pipe, written into: itself writable), and not a file of input (`held_input`)."""
+    if str(path) == "-":  # was: a file named "-" written in the current folder
+        raise BadInput(
+            f"cannot write {writes} to '-': kvgate takes it for a file of that name, not for stdout; name a "
+            "file (a report is printed on stdout without -o)"
+        )
     if os.path.isdir(path):
         raise BadInput(f"cannot write {writes} to {path}: it is a folder; name a file")
     if _written_into(path):

@@ -139,6 +139,24 @@ def test_a_folder_no_file_can_be_made_in_is_refused_before_any_work(
 @pytest.mark.parametrize(
     "args",
     [
+        ["report", "{run}", "-o", "-"],
+        ["report", "{run}", "--samples", "-"],
+        ["view", "{run}", "--no-open", "-o", "-"],
+        ["freeze", "smoke", "--limit", "1", "-o", "-"],
+    ],
+)
+def test_a_dash_is_no_stdout_and_no_file(
+    finished_run: Path, args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`report RUN -o -` wrote the report into a file named "-" in the current folder, printing nothing."""
+    monkeypatch.chdir(tmp_path)
+    _refused([str(a).format(run=finished_run) for a in args], "to '-': kvgate takes it for a file")
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
         ["run", "--engine", "fake", "-w", ""],
         ["run", "--engine", "fake", "--policy", ""],
         ["run", "--engine", "fake", "-o", ""],
