@@ -158,6 +158,8 @@ def run(
 
     if ctx.obj is PROCESS and not verbose:
         hide_library_progress_bars()
+    if as_json and quiet:  # else neither the report nor the run's directory was printed
+        raise BadInput("--json prints the report JSON and --quiet prints no report: give one of them")
     if resume is None:  # a resumed run takes its engine and model from its manifest, never the environment
         # an explicit value, even an empty one (refused below), wins over the environment
         engine = engine if engine is not None else env_default("KVGATE_ENGINE")

@@ -59,6 +59,16 @@ def test_quiet_names_only_the_run_and_exits_with_the_gate(smoke_workload: Path, 
     ]
 
 
+def test_json_and_quiet_together_are_refused(smoke_workload: Path, tmp_path: Path) -> None:
+    """Together they printed nothing at all: no report, and not the run's directory."""
+    result = _run("-w", smoke_workload, "-o", tmp_path / "runs", "--json", "--quiet")
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr == (
+        "kvgate: error: --json prints the report JSON and --quiet prints no report: give one of them\n"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
 def test_resumed_bars_start_from_the_stored_rows(smoke_workload: Path, tmp_path: Path) -> None:
     assert _run("-w", smoke_workload, "-o", tmp_path / "runs", "--quiet").exit_code == 3
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir()]
