@@ -6,7 +6,8 @@ values; policies, matrices and suites × raw mutations (encodings, depth, size, 
 mutations; workloads × byte corruptions and forged columns; run directories × damage to the index,
 manifest, parts and links; special files (named pipes, links to devices, loops) and non-UTF-8 paths for
 every input; read-only folders (a read-only bind mount); version skew; a misbehaving OpenAI-compatible
-server on loopback; secrets in endpoint URLs.
+server on loopback; secrets in endpoint URLs. One class is hand-written: what a new user plausibly types
+wrong, each once run on or misleadingly answered (`hostile/new_user.py`), that only exit 2 may answer.
 
 Each case runs in a fresh sandbox folder, under a 60 s cap, in a child process forked from a "zygote"
 that has the tree's kvgate imported (so a case costs a fraction of kvgate's start-up) and reports the
@@ -44,6 +45,7 @@ from pathlib import Path
 
 from hostile.case import Case, Outcome
 from hostile.cli_options import cli_class
+from hostile.new_user import new_user_class
 from hostile.read_only import read_only_mount, readonly_class
 from hostile.run_dirs import rundir_class
 from hostile.secret_urls import secret_class
@@ -70,6 +72,7 @@ def all_cases(base: Path, ro: Path | None, servers: dict[str, str]) -> list[Case
         *server_class(base, servers),
         *secret_class(base, servers),
         *size_class(base),
+        *new_user_class(base),
     ]
     return cases
 

@@ -12,7 +12,7 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 CLASSES = {"cli", "policy", "matrix", "suite", "trace", "workload", "rundir", "special", "encoding",
-           "size", "readonly", "version", "server", "secret"}  # fmt: skip
+           "size", "readonly", "version", "server", "secret", "newuser"}  # fmt: skip
 
 
 @pytest.mark.slow  # makes the battery's inputs: a freeze, a fake run and forged Parquet files
