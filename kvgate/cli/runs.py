@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from kvgate.cli.options import PATH
+from kvgate.cli.options import PATH, was_given
 
 
 @click.command()
@@ -68,13 +68,19 @@ def runs(runs_dir: Path, as_json: bool) -> None:
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port for --serve (0: any free one).")
 @click.option("--no-open", is_flag=True, help="Only write the file and print its path.")
-def view(run_dir: Path, output: Path | None, serve: bool, port: int, no_open: bool) -> None:
+@click.pass_context
+def view(
+    ctx: click.Context, run_dir: Path, output: Path | None, serve: bool, port: int, no_open: bool
+) -> None:
     """Write RUN_DIR's HTML report and open it in the browser (or serve it on loopback)."""
     from kvgate.cli.output_path import check_output_file
     from kvgate.cli.report import write_output
+    from kvgate.errors import BadInput
     from kvgate.report.analysis.build import build_report
     from kvgate.report.render.formats import render
 
+    if was_given(ctx, "port") and not serve:  # else ignored: the report was opened, or only written
+        raise BadInput("--port applies only with --serve: add it, or leave --port out")
     path = output or run_dir / "report.html"
     check_output_file(path, "the HTML report")
     write_output(path, render(build_report(run_dir), "html"))

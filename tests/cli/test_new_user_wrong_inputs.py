@@ -209,6 +209,15 @@ def test_report_flags_that_need_another_are_refused_without_it(
     _refused(["report", finished_run, *flag], f"{flag[0]} applies only with {needs}")
 
 
+def test_view_port_without_serve_is_refused_rather_than_ignored(finished_run: Path, tmp_path: Path) -> None:
+    """`view RUN --port 8080 --no-open` wrote the report and ignored the port, serving nothing."""
+    html = tmp_path / "r.html"
+    _refused(
+        ["view", finished_run, "--port", "8080", "--no-open", "-o", html], "--port applies only with --serve"
+    )
+    assert not html.exists()
+
+
 def test_a_run_is_no_folder_of_runs(finished_run: Path, smoke_workload: Path) -> None:
     """`kvgate runs RUN` said "no runs in RUN" (exit 0); `run -o RUN` made a new run inside it."""
     _refused(
