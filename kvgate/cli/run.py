@@ -171,6 +171,7 @@ def run(
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
     if resume is None:
         _refuse_inside_a_run(run_dir.parent if run_dir is not None else runs_dir)
+        _refuse_a_file_for_the_folder(run_dir, runs_dir)
     if workload is not None:
         from kvgate.cli.run_as_workload import refuse_run_as_workload
 
@@ -214,6 +215,23 @@ def _refuse_inside_a_run(folder: Path) -> None:
         raise BadInput(
             f"{folder} is {where}, not a folder of runs: a new run goes beside it "
             f"(-o {run.parent}), or continue that one with --resume {run}"
+        )
+
+
+def _refuse_a_file_for_the_folder(run_dir: Path | None, runs_dir: Path) -> None:
+    """A new run's folder (--run-dir), or the folder it is made in (-o, $KVGATE_RUNS), that is a file is
+    refused before any work, saying what the option names (`run -o report.json` took it for the file the
+    report is written to)."""
+    from kvgate.errors import BadInput
+
+    if run_dir is not None and os.path.lexists(run_dir) and not run_dir.is_dir():
+        raise BadInput(
+            f"--run-dir {run_dir} is not a folder: it names the new run's folder; name a new or empty one"
+        )
+    if run_dir is None and os.path.lexists(runs_dir) and not runs_dir.is_dir():
+        raise BadInput(
+            f"{runs_dir} is not a folder: -o (or $KVGATE_RUNS) names the folder new runs are made in; name a "
+            "folder (`kvgate report RUN -o FILE` writes a run's report to a file)"
         )
 
 

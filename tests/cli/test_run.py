@@ -69,6 +69,26 @@ def test_json_and_quiet_together_are_refused(smoke_workload: Path, tmp_path: Pat
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_file_where_the_runs_folder_belongs_is_refused_saying_what_the_option_names(
+    smoke_workload: Path, tmp_path: Path
+) -> None:
+    """`run -o report.json` onto an existing file was "cannot create the run directory
+    report.json/<id>: Not a directory", after the workload was read."""
+    taken = tmp_path / "report.json"
+    taken.write_text("mine\n")
+    for args, message in [
+        (
+            ["-o", taken],
+            f"{taken} is not a folder: -o (or $KVGATE_RUNS) names the folder new runs are made in",
+        ),
+        (["--run-dir", taken], f"--run-dir {taken} is not a folder: it names the new run's folder"),
+    ]:
+        result = _run("-w", smoke_workload, *args, "--quiet")
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+        assert result.stderr.startswith(f"kvgate: error: {message}"), result.stderr
+    assert taken.read_text() == "mine\n"
+
+
 def test_resumed_bars_start_from_the_stored_rows(smoke_workload: Path, tmp_path: Path) -> None:
     assert _run("-w", smoke_workload, "-o", tmp_path / "runs", "--quiet").exit_code == 3
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir()]
