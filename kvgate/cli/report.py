@@ -41,6 +41,14 @@ def _needs(given: object, option: str, **flags: bool) -> None:
             raise BadInput(f"{flag} applies only with {option}: add it, or leave {flag} out")
 
 
+def _same_folder(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` name one existing folder."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is missing or unreadable: said when it is read
+        return False
+
+
 def check_outputs(formats: list[str], output: Path | None, samples: Path | None) -> None:
     """Every file the report command is to write can be written and holds no input (`output_path`),
     checked before the run is read: one format to the file `output`, several into the folder `output`."""
@@ -200,7 +208,7 @@ def report(
         reuse_freed_memory()
     ctx.with_resource(without_cycle_collection(last_act=ctx.obj is PROCESS))
     from kvgate.cli.findings import exit_code_with_findings
-    from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED
+    from kvgate.errors import EXIT_ENGINE_ERROR, EXIT_GATE_FAILED, BadInput
     from kvgate.gate.policy import read_policy_text
     from kvgate.report.analysis.build import PolicyChange, build_report, verified_report
 
@@ -217,6 +225,8 @@ def report(
     )  # fmt: skip
     junit = "junit" if "junit" in formats else None
     _needs(junit, "--format junit", junit_inconclusive=was_given(ctx, "junit_inconclusive"))
+    if compare is not None and _same_folder(run_dir, compare):  # else every delta was 0, "no regression"
+        raise BadInput(f"--compare {compare} is the run reported: compare with another run (a baseline)")
     check_outputs(formats, output, samples)
     policy_text = read_policy_text(policy) if policy is not None else None
     change = PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason, source=str(policy))

@@ -209,6 +209,11 @@ def test_report_flags_that_need_another_are_refused_without_it(
     _refused(["report", finished_run, *flag], f"{flag[0]} applies only with {needs}")
 
 
+def test_a_run_compared_with_itself_is_refused(finished_run: Path) -> None:
+    """`report RUN --compare RUN` compared the run with itself: every delta 0, no regression."""
+    _refused(["report", finished_run, "--compare", f"{finished_run}/."], "is the run reported")
+
+
 def test_view_port_without_serve_is_refused_rather_than_ignored(finished_run: Path, tmp_path: Path) -> None:
     """`view RUN --port 8080 --no-open` wrote the report and ignored the port, serving nothing."""
     html = tmp_path / "r.html"

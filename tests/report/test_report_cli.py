@@ -209,7 +209,8 @@ def test_a_significant_cfr_rise_is_a_regression_even_when_the_decision_stays(tmp
     junit = ET.fromstring(invoke(*args, "--format", "junit").stdout)
     suite = junit.findall("testsuite")[0]
     assert suite.get("name", "").startswith("regressions vs ") and suite.find("testcase/failure") is not None
-    same = invoke(str(base), "--compare", str(base), "--format", "json", "--fail-on-regression")
+    twin = shutil.copytree(base, tmp_path / "twin")  # the run itself is refused as its own baseline
+    same = invoke(str(base), "--compare", str(twin), "--format", "json", "--fail-on-regression")
     assert as_json(same)["compare"]["regressions"] == [] and same.exit_code == 1  # snapkv fails either way
 
 
