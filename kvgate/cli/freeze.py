@@ -88,8 +88,12 @@ def freeze(
     from kvgate.workload.suites import resolve_suite
     from kvgate.workload.tokenizer import PromptTokenizer, WordTokenizer
 
-    for name in suites:
-        resolve_suite(name)  # unknown names fail before a tokenizer is loaded
+    named: dict[str, str] = {}
+    for given in suites:  # unknown names fail before a tokenizer is loaded
+        name = resolve_suite(given).name
+        if name in named:  # else "duplicate case_id" after freezing (or one suite's text lost)
+            raise BadInput(f"{named[name]} and {given} are both suite {name!r}: give each suite once")
+        named[name] = given
     tok: PromptTokenizer = WordTokenizer()
     if model is not None:
         from kvgate.models import model_folder, resolve_model

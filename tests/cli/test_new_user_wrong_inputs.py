@@ -180,6 +180,8 @@ def test_a_suite_given_twice_or_empty_is_named(tmp_path: Path) -> None:
     out = tmp_path / "w.parquet"
     _refused(["freeze", "smoke", "smoke", "-o", out], "suite 'smoke' is given twice: name each suite once")
     _refused(["freeze", "", "-o", out], "a SUITE is empty")
+    shipped = ROOT / "suites" / "smoke.toml"  # was: "duplicate case_id '…' in the workload", after freezing
+    _refused(["freeze", shipped, "smoke", "-o", out], f"{shipped} and smoke are both suite 'smoke'")
     assert not out.exists()
 
 
