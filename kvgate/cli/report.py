@@ -49,6 +49,20 @@ def _same_folder(a: Path, b: Path) -> bool:
         return False
 
 
+def _refuse_a_suffix_of_another_format(output: Path) -> None:
+    """`-o report.json` without --format wrote the table into report.json: a file whose suffix is another
+    format's (.md, .html, .json, .xml) is refused without --format, naming the format to add."""
+    from kvgate.errors import BadInput
+
+    by_suffix = {Path(FORMATS[name].file_name).suffix: name for name in FORMATS}
+    meant = by_suffix.get(output.suffix.lower())
+    if meant is not None and meant != "table":
+        raise BadInput(
+            f"-o {output} would hold the table (the default --format): add --format {meant}, or --format "
+            "table to write the table there"
+        )
+
+
 def check_outputs(formats: list[str], output: Path | None, samples: Path | None) -> None:
     """Every file the report command is to write can be written and holds no input (`output_path`),
     checked before the run is read: one format to the file `output`, several into the folder `output`."""
@@ -228,6 +242,8 @@ def report(
     if compare is not None and _same_folder(run_dir, compare):  # else every delta was 0, "no regression"
         raise BadInput(f"--compare {compare} is the run reported: compare with another run (a baseline)")
     check_outputs(formats, output, samples)
+    if output is not None and not was_given(ctx, "fmt"):
+        _refuse_a_suffix_of_another_format(output)
     policy_text = read_policy_text(policy) if policy is not None else None
     change = PolicyChange(policy_text, policy_changed_reason, policy_unsafe_reason, source=str(policy))
     data, rows = verified_report(run_dir, change)

@@ -211,6 +211,22 @@ def test_report_flags_that_need_another_are_refused_without_it(
     _refused(["report", finished_run, *flag], f"{flag[0]} applies only with {needs}")
 
 
+@pytest.mark.parametrize(("name", "meant"), [("report.json", "json"), ("r.MD", "md"), ("junit.xml", "junit")])
+def test_an_output_named_for_another_format_needs_the_format(
+    finished_run: Path, tmp_path: Path, name: str, meant: str
+) -> None:
+    """`report RUN -o report.json` wrote the table into report.json."""
+    out = tmp_path / name
+    _refused(
+        ["report", finished_run, "-o", out],
+        f"would hold the table (the default --format): add --format {meant}",
+    )
+    assert not out.exists()
+    assert kvgate("report", finished_run, "-o", out, "--format", meant).exit_code in (0, 1, 3)
+    table = tmp_path / "table.txt"
+    assert kvgate("report", finished_run, "-o", table).exit_code in (0, 1, 3) and table.is_file()
+
+
 def test_a_run_compared_with_itself_is_refused(finished_run: Path) -> None:
     """`report RUN --compare RUN` compared the run with itself: every delta 0, no regression."""
     _refused(["report", finished_run, "--compare", f"{finished_run}/."], "is the run reported")
