@@ -84,6 +84,7 @@ def simulate(
     structures: list[tuple[str, Structure]]
     if workload is not None:
         from kvgate.cli.run_as_workload import refuse_run_as_workload
+        from kvgate.gate.policy_slices import check_policy_columns
         from kvgate.report.analysis.gate_structure import gate_structure
         from kvgate.report.analysis.run_data import read_workload_cases
 
@@ -91,6 +92,7 @@ def simulate(
         cases = read_workload_cases(str(workload))
         if cases.n == 0:
             raise BadInput(f"workload {workload} has no cases")
+        check_policy_columns(gate, cases.slice_columns, f"workload {workload}")  # as `kvgate run` does
         structures = [(workload.name, gate_structure(cases, gate))]
     else:
         ns = ns or DEFAULT_N

@@ -1,7 +1,7 @@
 """`kvgate report RUN --policy P` checks the columns P names against the run's cases as `kvgate run`
-checks them against its workload (gate.policy_slices): a `strata` column the run lacks gated no stratum,
-silently, and a `cluster` or slice column it lacks was refused in other words than the run's. One line,
-exit 2, naming the column and the columns the run has."""
+checks them against its workload (gate.policy_slices), and so does `kvgate simulate -w W --policy P`: a
+`strata` column the cases lack gated no stratum, silently, and a `cluster` or slice column they lack was
+refused in other words than the run's. One line, exit 2, naming the column and the columns there are."""
 
 from __future__ import annotations
 
@@ -52,3 +52,14 @@ def test_columns_the_run_has_are_gated(finished_run: Path, tmp_path: Path) -> No
     )
     assert result.exit_code in (0, 1, 3), result.output
     assert json.loads(result.stdout)["policy"]["strata"] == ["depth_bucket"]
+
+
+def test_simulate_on_a_workload_checks_the_columns_too(finished_run: Path, tmp_path: Path) -> None:
+    """`simulate -w W --policy P` with a strata typo simulated a gate with no strata."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('tau = 0.3\nstrata = ["ctx_buckt"]\n')
+    workload = finished_run.parent / "w.parquet"
+    result = kvgate("simulate", "-w", workload, "--policy", policy, "--runs", "10")
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert f"policy strata 'ctx_buckt': workload {workload} has no slice column 'ctx_buckt'" in result.stderr
+    assert COLUMNS in result.stderr
