@@ -43,6 +43,15 @@ def new_user_class(base: Path) -> Iterator[Case]:
         ("report -o -", [*report, "-o", "-"], [run]),
         ("report --samples -", [*report, "--samples", "-"], [run]),
         ("run --json --quiet", run_argv(base, "--json"), []),
+        ("view --port without --serve",
+         ["view", "{root}/in/run", "--no-open", "--port", "8080", "-o", "{root}/out/r.html"], [run]),
+        ("run -o FILE", run_argv(base, out=str(base / "small.toml")), []),
+        ("run --run-dir FILE", run_argv(base, "--run-dir", str(base / "small.toml")), []),
+        ("report --compare itself", [*report, "--compare", "{root}/in/run/."], [run]),
+        ("freeze one suite by path and name", ["freeze", suite, suite, "-o", "{root}/out/w.parquet"], []),
+        ("report -o report.json without --format", [*report, "-o", "{root}/out/report.json"], [run]),
+        ("simulate -w --policy strata the workload lacks",
+         ["simulate", "-w", frozen, "--policy", "{root}/in/strata.toml", "--runs", "10"], [strata]),
     ]  # fmt: skip
     for name, argv, preps in cases:
         yield Case("newuser", name, argv, preps, REFUSED)
