@@ -253,6 +253,17 @@ def test_a_run_is_no_folder_of_runs(finished_run: Path, smoke_workload: Path) ->
     assert sorted(p.name for p in finished_run.iterdir()) == before
 
 
+def test_runs_before_any_run_says_the_folder_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kvgate runs` before the first run said "runs is not a folder of runs"."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KVGATE_RUNS", raising=False)
+    _refused(["runs"], "runs does not exist, so it holds no runs: `kvgate run` makes them there")
+    (tmp_path / "file").write_text("")
+    _refused(["runs", tmp_path / "file"], "is not a folder of runs")
+
+
 def test_a_file_given_as_a_run_is_named(finished_run: Path) -> None:
     workload = finished_run.parent / "w.parquet"
     message = f"{workload} is a file, not a run's folder"  # was "cannot read manifest …: Not a directory"
