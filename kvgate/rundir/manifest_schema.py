@@ -21,6 +21,7 @@ from kvgate.treatments.matrix import (
     MAX_KV_BLOCKS,
     MAX_REPEAT,
 )
+from kvgate.workload.checks import MAX_CASES
 
 HEX64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 NAME = {"type": "string", "pattern": NAME_PATTERN}
@@ -104,8 +105,8 @@ MANIFEST_SCHEMA: dict[str, Any] = {
         },
         "workload_path": {"type": "string", "minLength": 1},
         "workload_file_sha256": {"anyOf": [HEX64, {"type": "null"}]},
-        "n_cases": {"type": "integer", "minimum": 1},
-        "limit": {"type": ["integer", "null"], "minimum": 1},
+        "n_cases": {"type": "integer", "minimum": 1, "maximum": MAX_CASES},
+        "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CASES},
         "policy_text": {"type": "string"},
         "policy_unsafe_reason": {"type": ["string", "null"]},
         "matrix_name": {"type": "string"},

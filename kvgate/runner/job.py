@@ -48,7 +48,7 @@ from kvgate.treatments.matrix import (
     resolve_matrix,
 )
 from kvgate.workload.case import case_labels
-from kvgate.workload.checks import check_validators
+from kvgate.workload.checks import MAX_CASES, check_validators
 from kvgate.workload.schema import read_workload
 from kvgate.workload.selection import select_cases
 
@@ -225,8 +225,8 @@ def run_job(
     engine_info(inputs.engine)
     if stored is None:  # a resumed run's options were checked when it started; a change is refused below
         check_engine_options(inputs.engine, inputs.engine_options)
-    if inputs.limit is not None and inputs.limit < 1:
-        raise BadInput(f"--limit must be ≥ 1, got {inputs.limit}")
+    if inputs.limit is not None and not 1 <= inputs.limit <= MAX_CASES:
+        raise BadInput(f"--limit must be ≥ 1 and ≤ {MAX_CASES:,}, got {inputs.limit}")
     check_capable(inputs.engine, inputs.matrix)  # from the engine table: before any engine is loaded
     workload_path = inputs.workload or default_workload(inputs.model, inputs.engine, opts.runs_dir)
     workload = read_workload(workload_path)

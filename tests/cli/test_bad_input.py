@@ -66,7 +66,8 @@ def test_unknown_treatment_key(tmp_path: Path, smoke_workload: Path) -> None:
         (["--model", "smollm2-13m"], "unknown model 'smollm2-13m'; did you mean 'smollm2-135m'?"),
         (["-m", "defualt"], "unknown matrix 'defualt'; did you mean 'default'?"),
         (["-w", "missing.parquet"], "workload missing.parquet does not exist"),
-        (["--limit", "0"], "--limit must be ≥ 1"),
+        (["--limit", "0"], "--limit must be ≥ 1 and ≤ 10,000,000, got 0"),
+        (["--limit", str(10**23)], f"--limit must be ≥ 1 and ≤ 10,000,000, got {10**23}"),  # was: stored
     ],
 )
 def test_unknown_names(tmp_path: Path, smoke_workload: Path, args: list[str], message: str) -> None:
