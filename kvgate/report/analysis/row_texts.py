@@ -9,10 +9,8 @@ texts (`kvgate report --samples` asks for every case's) are read from its part w
 
 from __future__ import annotations
 
-import os
 from bisect import bisect_left
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,6 @@ from kvgate.rundir.result_part import read_part
 TEXT_COLUMNS = ("output_text", "detail")
 """Read with the verdicts; kept for the rows `failing` or `failing_or_of_cases` select."""
 
-THREADS = min(4, os.cpu_count() or 1)
 Keep = Callable[[pa.Table], np.ndarray]
 """A part's rows (with TEXT_COLUMNS) → which of them to keep the texts of (boolean per row)."""
 
@@ -139,10 +136,8 @@ def read_texts(
 ) -> dict[str, list[Any]]:
     """`columns` (of TEXT_COLUMNS) of the rows at (`part`, `offset`), read from those parts alone."""
     out: dict[str, list[Any]] = {c: [None] * len(part) for c in columns}
-    needed = np.unique(part).tolist()
-    with ThreadPoolExecutor(max_workers=THREADS) as pool:
-        tables = dict(zip(needed, pool.map(lambda i: read_part(paths[i], columns), needed), strict=True))
-    for i, table in tables.items():
+    for i in np.unique(part).tolist():
+        table = read_part(paths[i], columns)
         mine = np.flatnonzero(part == i)
         rows = table.take(int64_array(offset[mine]))
         for column in columns:
