@@ -175,7 +175,7 @@ def run(
     if workload is not None:
         from kvgate.cli.run_as_workload import refuse_run_as_workload
 
-        refuse_run_as_workload(workload, "-w", resume=True)
+        refuse_run_as_workload(workload, "-w", resume=resume is None)
 
     engine, options = with_endpoints(
         engine, parse_engine_options(engine_options) if engine_options else None, endpoints

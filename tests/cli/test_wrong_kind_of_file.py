@@ -196,3 +196,6 @@ def test_a_results_part_given_as_the_workload_is_named(finished_run: Path) -> No
     part = next((finished_run / "results").glob("*/*.parquet"))
     result = kvgate("freeze", "--check", part)
     _one_line(result.exit_code, result.stderr, f"--check {part} is a results part of run {finished_run}")
+    resumed = kvgate("run", "--resume", finished_run, "-w", part)  # already resuming: no hint to resume
+    _one_line(resumed.exit_code, resumed.stderr, f"-w {part} is a results part of run {finished_run}")
+    assert "--resume" not in resumed.stderr
