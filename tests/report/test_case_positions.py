@@ -1,5 +1,6 @@
 """analysis.row_texts.CasePositions: each row's case position, found by its first case (binary search
-over the sorted ids) and checked, or joined by hash; the same positions as a lookup of every id."""
+over the sorted ids) and checked, or joined by hash; the same positions as a lookup of every id; and
+row_texts.index_in, the lookup with the smaller side hashed."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from kvgate.report.analysis.row_texts import CasePositions
+from kvgate.arrow_numpy import to_numpy
+from kvgate.report.analysis.row_texts import CasePositions, index_in
 
 RANDOM = random.Random(11)
 IDS = [f"case-{i:04d}" for i in range(500)]
@@ -48,3 +51,15 @@ def test_rows_get_the_positions_a_full_lookup_gives() -> None:
         got = positions.of(pa.chunked_array([pa.array(rows, pa.string())]))
         assert got.dtype == np.int64
         assert got.tolist() == reference(rows), rows
+
+
+def test_index_in_is_pyarrows_with_the_small_side_hashed() -> None:
+    """row_texts.index_in: the positions pyarrow's index_in gives, −1 where absent, the first of a value
+    the value set holds twice, for values with repeats, nulls and ids outside the set."""
+    value_set = pa.array([*IDS, IDS[7], IDS[300]])  # two ids twice: the first position counts
+    values = pa.array([IDS[7], None, "elsewhere", IDS[300], IDS[7], IDS[499], IDS[0], "", IDS[300]])
+    expected = to_numpy(pc.index_in(values, value_set=value_set), -1, np.int64)
+    assert index_in(values, value_set).tolist() == expected.tolist()
+    first = [IDS.index(v) if v in IDS else -1 for v in values.to_pylist()]
+    assert index_in(values, value_set).tolist() == first
+    assert index_in(pa.array([], pa.string()), value_set).tolist() == []

@@ -30,6 +30,7 @@ from kvgate.report.analysis.row_texts import (
     PartTexts,
     failing,
     failing_or_of_cases,
+    index_in,
     read_texts,
     split,
 )
@@ -297,7 +298,7 @@ def read_parts(
         failed = [p.rows["case_id"].combine_chunks().take(int64_array(p.kept)) for _, p in done.values()]
         wanted = np.zeros(cases.n, dtype=bool)
         if failed:
-            at = to_numpy(pc.index_in(pa.concat_arrays(failed), value_set=cases.case_ids), -1, np.int64)
+            at = index_in(pa.concat_arrays(failed), cases.case_ids)
             wanted[at[at >= 0]] = True
         read = reading(failing_or_of_cases(wanted, CasePositions(cases.case_ids)))
         done |= {group[0]: read(group) for group in second}
@@ -317,9 +318,7 @@ def positions(case_ids: pa.ChunkedArray, cases: CaseTable, run_dir: Path) -> np.
         return np.zeros(0, dtype=np.int64)
     lengths = np.array([len(c) for c in chunks], dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    firsts = to_numpy(
-        pc.index_in(pa.concat_arrays([c.slice(0, 1) for c in chunks]), value_set=cases.case_ids), -1, np.int64
-    )
+    firsts = index_in(pa.concat_arrays([c.slice(0, 1) for c in chunks]), cases.case_ids)
     placed = (firsts >= 0) & (firsts + lengths <= cases.n)
     expected = pa.concat_arrays(
         [
