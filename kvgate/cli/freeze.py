@@ -83,7 +83,7 @@ def freeze(
     _check_suite_names(suites)
     from kvgate.cli.output_path import check_output_file
 
-    check_output_file(output, "a workload")
+    check_output_file(output, "a workload", whole=True)
     from kvgate.workload.freeze import freeze as freeze_suites
     from kvgate.workload.suites import resolve_suite
     from kvgate.workload.tokenizer import PromptTokenizer, WordTokenizer

@@ -31,10 +31,11 @@ HEAD_BYTES = 1 << 16
 """How much of an existing file is read to tell a trace: its first line, up to 64 KiB."""
 
 
-def check_output_file(path: Path, writes: str) -> None:
+def check_output_file(path: Path, writes: str, whole: bool = False) -> None:
     """`path` may be written with `writes` (what the command writes there: "the report", "a workload"):
     not a folder, its nearest existing folder one a file can be made in (an existing device or named
-    pipe, written into: itself writable), and not a file of input (`held_input`)."""
+    pipe, written into: itself writable; refused when `whole`, an output renamed into place), and not
+    a file of input (`held_input`)."""
     if str(path) == "-":  # was: a file named "-" written in the current folder
         raise BadInput(
             f"cannot write {writes} to '-': kvgate takes it for a file of that name, not for stdout; name a "
@@ -43,6 +44,11 @@ def check_output_file(path: Path, writes: str) -> None:
     if os.path.isdir(path):
         raise BadInput(f"cannot write {writes} to {path}: it is a folder; name a file")
     if _written_into(path):
+        if whole:  # was refused by the writer, only after the work (`freeze -o /dev/full`: the suite frozen)
+            raise BadInput(
+                f"cannot write {writes} to {path}: it is a named pipe or a device, and kvgate writes "
+                f"{writes} whole, renamed into place; name a file"
+            )
         if not os.access(path, os.W_OK):
             raise BadInput(f"cannot write {writes} to {path}: it is not writable; name another path")
     else:

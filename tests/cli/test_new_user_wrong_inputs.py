@@ -7,6 +7,7 @@ run, and a --serve port that is taken (exit 70)."""
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -296,3 +297,22 @@ def test_a_workload_or_trace_cut_short_says_to_write_it_again(finished_run: Path
 def test_resume_with_a_runs_folder_is_refused_rather_than_ignored(finished_run: Path, tmp_path: Path) -> None:
     _refused(["run", "--resume", finished_run, "-o", tmp_path / "elsewhere"], "leave -o out")
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("kind", ["named pipe", "/dev/full"])
+def test_freeze_to_a_pipe_or_a_device_is_refused_before_the_suite_is_frozen(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`freeze smoke -o /dev/full` was refused by the writer, once the whole suite was frozen."""
+    import kvgate.workload.freeze
+
+    target = Path(kind)
+    if kind == "named pipe":
+        target = tmp_path / "pipe"
+        os.mkfifo(target)
+    elif not target.exists():
+        pytest.skip(f"{kind} is not on this machine")
+    frozen: list[object] = []
+    monkeypatch.setattr(kvgate.workload.freeze, "freeze", lambda *a, **k: frozen.append(a) or "sha")
+    _refused(["freeze", "smoke", "-o", target], f"cannot write a workload to {target}: it is a named pipe or")
+    assert frozen == [], "the suite was frozen before the output was checked"
