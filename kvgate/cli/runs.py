@@ -7,8 +7,10 @@ forwarded port.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -89,22 +91,29 @@ def view(
         raise BadInput("--port applies only with --serve: add it, or leave --port out")
     path = output or run_dir / "report.html"
     check_output_file(path, "the HTML report")
-    write_output(path, render(build_report(run_dir), "html"))
-    click.echo(f"kvgate: wrote {path}", err=True)
+
+    def write() -> None:
+        write_output(path, render(build_report(run_dir), "html"))
+        click.echo(f"kvgate: wrote {path}", err=True)
+
     if serve:
-        _serve(path, port)
-    elif not no_open:
+        _serve(path, port, write)
+        return
+    write()
+    if not no_open:
         import webbrowser
 
         if not webbrowser.open(path.resolve().as_uri()):
             click.echo(f"kvgate: no browser here: open {path}, or serve it with --serve", err=True)
 
 
-def _serve(path: Path, port: int) -> None:
-    """Serve `path` alone at http://127.0.0.1:PORT/ (every other request is a 404) until Ctrl-C."""
+def _serve(path: Path, port: int, write: Callable[[], None]) -> None:
+    """Bind 127.0.0.1:PORT, then `write()` the report to `path` and serve it alone at
+    http://127.0.0.1:PORT/ (every other request is a 404) until Ctrl-C. The port is bound first: a taken
+    one was found only after the report was rendered and written."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    body = path.read_bytes()
+    body = b""  # the page, read once it is written
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -128,10 +137,8 @@ def _serve(path: Path, port: int) -> None:
         raise BadInput(
             f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}; give another --port (0: any free one)"
         ) from None
-    click.echo(f"kvgate: serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", err=True)
-    try:
+    with server, contextlib.suppress(KeyboardInterrupt):  # closed however the writing or serving ends
+        write()
+        body = path.read_bytes()
+        click.echo(f"kvgate: serving http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C to stop)", err=True)
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()

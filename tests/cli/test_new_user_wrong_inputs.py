@@ -273,14 +273,20 @@ def test_a_file_given_as_a_run_is_named(finished_run: Path) -> None:
     _refused(["run", "--resume", workload], message)
 
 
-def test_view_serve_on_a_taken_port_is_bad_input(finished_run: Path) -> None:
+def test_view_serve_on_a_taken_port_is_refused_before_the_report_is_rendered(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    """The taken port was found only after the report was rendered and written ("kvgate: wrote …")."""
+    html = tmp_path / "r.html"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = kvgate("view", finished_run, "--serve", "--port", port)
-    assert result.exit_code == 2, result.output
-    assert f"cannot serve on 127.0.0.1:{port}: " in result.stderr and "give another --port" in result.stderr
+        _refused(
+            ["view", finished_run, "--serve", "--port", port, "-o", html],
+            f"cannot serve on 127.0.0.1:{port}: ",
+        )
+    assert not html.exists()
 
 
 def test_a_workload_or_trace_cut_short_says_to_write_it_again(finished_run: Path, tmp_path: Path) -> None:
