@@ -50,6 +50,7 @@ def new_user_class(base: Path) -> Iterator[Case]:
         ("report --compare itself", [*report, "--compare", "{root}/in/run/."], [run]),
         ("freeze one suite by path and name", ["freeze", suite, suite, "-o", "{root}/out/w.parquet"], []),
         ("report -o report.json without --format", [*report, "-o", "{root}/out/report.json"], [run]),
+        ("run -o report.json", run_argv(base, out="{root}/out/report.json"), []),
         ("freeze -o a device", ["freeze", suite, "-o", "{root}/devices/null"], []),
         ("simulate -w --policy strata the workload lacks",
          ["simulate", "-w", frozen, "--policy", "{root}/in/strata.toml", "--runs", "10"], [strata]),

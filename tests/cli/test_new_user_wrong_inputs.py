@@ -322,3 +322,28 @@ def test_freeze_to_a_pipe_or_a_device_is_refused_before_the_suite_is_frozen(
     monkeypatch.setattr(kvgate.workload.freeze, "freeze", lambda *a, **k: frozen.append(a) or "sha")
     _refused(["freeze", "smoke", "-o", target], f"cannot write a workload to {target}: it is a named pipe or")
     assert frozen == [], "the suite was frozen before the output was checked"
+
+
+@pytest.mark.parametrize("name", ["report.json", "r.MD", "junit.xml", "w.parquet", "m.toml"])
+def test_run_o_named_like_a_file_is_refused_not_made_a_folder(
+    name: str, smoke_workload: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run -o report.json` (there being no such file) made a folder report.json/ and the run in it."""
+    monkeypatch.chdir(tmp_path)
+    _refused(
+        ["run", "--engine", "fake", "-w", smoke_workload, "--quiet", "-o", name],
+        f"{name} is named like a file ({Path(name).suffix}), but -o (or $KVGATE_RUNS) names the folder",
+    )
+    monkeypatch.setenv("KVGATE_RUNS", name)
+    _refused(["run", "--engine", "fake", "-w", smoke_workload, "--quiet"], "`kvgate report RUN -o FILE`")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_runs_folder_named_like_a_file_still_takes_runs(
+    smoke_workload: Path, tmp_path: Path
+) -> None:
+    runs = tmp_path / "old.json"
+    runs.mkdir()
+    ran = kvgate("run", "--engine", "fake", "-w", smoke_workload, "--limit", 2, "--quiet", "-o", runs)
+    assert ran.exit_code in (0, 1, 3), ran.output
+    assert len(list(runs.iterdir())) == 1
