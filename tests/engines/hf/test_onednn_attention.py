@@ -201,10 +201,14 @@ def test_a_float_mask_that_hides_a_whole_query_is_sdpas() -> None:
     assert (got - want).abs().max().item() < BOUND
 
 
-def test_onednn_is_the_default_for_float32_on_cpu_only() -> None:
-    assert onednn_attention.default_attention("cpu", "float32") == "onednn"
-    assert onednn_attention.default_attention("cpu", "bfloat16") == "sdpa"
-    assert onednn_attention.default_attention("cuda", "float32") == "sdpa"
+def test_onednn_is_the_default_for_float32_on_an_avx512_cpu_only() -> None:
+    assert onednn_attention.default_attention("cpu", "float32", "AVX512") == "onednn"
+    assert onednn_attention.default_attention("cpu", "float32", "AVX2") == "sdpa"
+    assert onednn_attention.default_attention("cpu", "float32", "DEFAULT") == "sdpa"
+    assert onednn_attention.default_attention("cpu", "bfloat16", "AVX512") == "sdpa"
+    assert onednn_attention.default_attention("cuda", "float32", "AVX512") == "sdpa"
+    here = torch.backends.cpu.get_cpu_capability()
+    assert onednn_attention.default_attention("cpu", "float32") == ("onednn" if here == "AVX512" else "sdpa")
 
 
 @pytest.mark.parametrize(
@@ -251,8 +255,10 @@ def test_onednn_attention_gives_sdpas_tokens_on_the_embedded_model(
 
     monkeypatch.setattr(onednn_attention, "attend_blocks", counted)
     with one_thread():
-        sdpa = HFEngine(resolve_model("smollm2-135m"), attention="sdpa")
-        onednn = shared_engine()  # the default
+        default = shared_engine()  # onednn on an AVX-512 CPU, sdpa on others
+        model = resolve_model("smollm2-135m")
+        sdpa = default if default.attention == "sdpa" else HFEngine(model, attention="sdpa")
+        onednn = default if default.attention == "onednn" else HFEngine(model, attention="onednn")
         assert onednn.fingerprint()["attn_implementation"] == onednn_attention.NAME
         assert onednn.fingerprint()["attention"] == "onednn" and "attention" not in sdpa.fingerprint()
         assert sdpa.fingerprint()["attn_implementation"] == "sdpa"
