@@ -16,8 +16,10 @@ T = TypeVar("T")
 
 
 def unknown_name(kind: str, name: str, known: list[str]) -> BadInput:
-    """The one-line error for an unknown `name` of `kind`, suggesting the closest known names."""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    """The one-line error for an unknown `name` of `kind`, suggesting the closest known name, case aside
+    ("JSN" is close to "json")."""
+    folded = {k.lower(): k for k in reversed(known)}  # the first of names alike but for case
+    close = [folded[k] for k in difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.5)]
     hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(known)) or 'none'}"
     return BadInput(f"unknown {kind} {name!r}{hint}")
 

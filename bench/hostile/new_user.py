@@ -1,6 +1,7 @@
 """What a new user plausibly types wrong, each once found to run on (a flag ignored, a file named "-"
 written, a run that can never pass) or to say something misleading, and now refused before any work:
-exit 2 is the only exit allowed, except a trace saved with a byte-order mark, which is read."""
+exit 2 is the only exit allowed, except a trace saved with a byte-order mark, which is read, and
+`--format JSON`, which is json."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def new_user_class(base: Path) -> Iterator[Case]:
         ("freeze one suite by path and name", ["freeze", suite, suite, "-o", "{root}/out/w.parquet"], []),
         ("report -o report.json without --format", [*report, "-o", "{root}/out/report.json"], [run]),
         ("run -o report.json", run_argv(base, out="{root}/out/report.json"), []),
+        ("report --format JSN", [*report, "--format", "JSN"], [run]),
         ("freeze -o a device", ["freeze", suite, "-o", "{root}/devices/null"], []),
         ("simulate -w --policy strata the workload lacks",
          ["simulate", "-w", frozen, "--policy", "{root}/in/strata.toml", "--runs", "10"], [strata]),
@@ -59,3 +61,4 @@ def new_user_class(base: Path) -> Iterator[Case]:
         yield Case("newuser", name, argv, preps, REFUSED)
     yield Case("newuser", "init a trace with a byte-order mark",
                ["init", "{root}/in/bom.jsonl", "-o", "{root}/out/gate"], [bom], {0})  # fmt: skip
+    yield Case("newuser", "report --format JSON", [*report, "--format", "JSON"], [run], {0, 1, 3})

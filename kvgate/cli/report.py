@@ -18,12 +18,16 @@ if TYPE_CHECKING:
 
 
 def parse_formats(text: str, output: Path | None) -> list[str]:
-    """`md` or `md,junit,json`; several need `-o DIR`. Unknown names are refused with "did you mean"."""
+    """`md` or `md,junit,json`, case aside (`JSON` is json); several need `-o DIR`. Unknown names are
+    refused with "did you mean"."""
     from kvgate.errors import BadInput
+    from kvgate.registry import unknown_name
 
     names = [name.strip() for name in text.split(",") if name.strip()]
     for name in names:
-        FORMATS[name]  # an unknown name is refused here
+        if name.lower() not in FORMATS:  # was: `JSON` unknown, with no suggestion
+            raise unknown_name(FORMATS.kind, name, FORMATS.names())
+    names = [name.lower() for name in names]
     if not names:
         raise BadInput(f"--format is empty: name one or more of {', '.join(FORMATS)}")
     if len(names) > 1 and output is None:

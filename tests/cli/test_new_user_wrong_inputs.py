@@ -7,6 +7,7 @@ run, and a --serve port that is taken (exit 70)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -347,3 +348,27 @@ def test_an_existing_runs_folder_named_like_a_file_still_takes_runs(
     ran = kvgate("run", "--engine", "fake", "-w", smoke_workload, "--limit", 2, "--quiet", "-o", runs)
     assert ran.exit_code in (0, 1, 3), ran.output
     assert len(list(runs.iterdir())) == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "written"), [("JSON", ["r"]), ("Md", ["r"]), ("md,JSON", ["report.json", "report.md"])]
+)
+def test_format_names_are_taken_case_aside(
+    finished_run: Path, tmp_path: Path, given: str, written: list[str]
+) -> None:
+    """`--format JSON` was "unknown format 'JSON'; known: html, json, junit, md, table"."""
+    result = kvgate("report", finished_run, "--format", given, "-o", tmp_path / "r")
+    assert result.exit_code in (0, 1, 3), result.output
+    folder = tmp_path / "r" if len(written) > 1 else tmp_path
+    assert sorted(p.name for p in folder.iterdir()) == written
+    if given == "JSON":
+        assert "decision" in json.loads((tmp_path / "r").read_text())
+
+
+@pytest.mark.parametrize("given", ["JSN", "jsn", "md,Jsonn"])
+def test_a_format_typo_suggests_the_nearest(finished_run: Path, given: str) -> None:
+    typo = given.split(",")[-1]
+    _refused(
+        ["report", finished_run, "--format", given, "-o", "out"],
+        f"unknown format {typo!r}; did you mean 'json'?",
+    )
