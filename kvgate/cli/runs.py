@@ -29,11 +29,13 @@ def runs(runs_dir: Path, as_json: bool) -> None:
     from kvgate.report.analysis.runs_index import list_runs
 
     runs_dir = runs_dir or Path(env_default("KVGATE_RUNS") or "runs")
-    if not os.path.lexists(runs_dir):  # was: "runs is not a folder of runs", before any run was made
+    try:
+        os.lstat(runs_dir)
+    except FileNotFoundError:  # was: "runs is not a folder of runs", before any run was made
         raise BadInput(
             f"{runs_dir} does not exist, so it holds no runs: `kvgate run` makes them there (or in -o DIR); "
             "name the folder your runs are in"
-        )
+        ) from None
     if not runs_dir.is_dir():
         raise BadInput(f"{runs_dir} is not a folder of runs (kvgate run -o DIR makes one)")
     from kvgate.cli.output_path import run_around
