@@ -62,6 +62,25 @@ def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     return to_numpy(indices, -1, np.int64), values
 
 
+def repeated(value: np.ndarray, n: int) -> np.ndarray:
+    """`n` copies of the one-element (or 0-d) `value`, read-only, sharing its one element (stride 0)."""
+    return np.broadcast_to(value.reshape(()), (n,))
+
+
+def one_value(values: np.ndarray) -> np.ndarray:
+    """`values`, or, where every element has the same bits as the first (−0.0 and 0.0, NaNs of other
+    payloads told apart), `repeated` of it: the same values, read-only, in no memory of their own. A
+    report's columns are often one value throughout (attempt 0, no cached tokens, no certificate), and
+    on a machine where each fresh page costs a fault (bench/bench_report.py) 8 MB per million rows
+    freed for the next column's use is worth the one comparison."""
+    if values.ndim != 1 or values.size < 2:
+        return values
+    bits = values.view(f"u{values.itemsize}") if values.dtype.kind in "fb" else values
+    if bits[0] != bits[-1] or not (bits == bits[0]).all():
+        return values
+    return repeated(values[:1].copy(), values.size)
+
+
 class NumpyColumns:
     """A table's boolean and fixed-width columns as numpy arrays, each converted once and shared
     read-only: `get` returns the same array for the same column, fill and dtype, and for another fill
@@ -73,22 +92,26 @@ class NumpyColumns:
         self._codes: dict[str, tuple[np.ndarray, list[str]]] = {}
 
     def get(self, name: str, fill: Any, dtype: Any) -> np.ndarray:
-        """`to_numpy(table[name], fill, dtype)`, read-only."""
+        """`to_numpy(table[name], fill, dtype)`, read-only; a column of one value throughout (all null
+        among them) as `one_value` gives it, in no memory of its own."""
         done = self._arrays.setdefault((name, np.dtype(dtype).str), {})
         key = repr(fill)
         if key not in done:
             column = self.table[name]
             if done and column.null_count == 0:
                 done[key] = next(iter(done.values()))
+            elif len(column) and column.null_count == len(column):
+                done[key] = repeated(np.array(fill, dtype=dtype), len(column))
             else:
-                done[key] = to_numpy(column, fill, dtype)
+                done[key] = one_value(to_numpy(column, fill, dtype))
                 done[key].flags.writeable = False
         return done[key]
 
     def codes(self, name: str) -> tuple[np.ndarray, list[str]]:
-        """`dictionary_codes(table[name])`, the codes read-only."""
+        """`dictionary_codes(table[name])`, the codes read-only (`one_value`)."""
         if name not in self._codes:
             codes, values = dictionary_codes(self.table[name])
+            codes = one_value(codes)
             codes.flags.writeable = False
             self._codes[name] = codes, values
         codes, values = self._codes[name]

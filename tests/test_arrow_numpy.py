@@ -81,3 +81,57 @@ def test_numpy_columns_convert_each_column_once() -> None:
     codes, values = columns.codes("arm")
     assert list(codes) == [0, 1, 0] and values == ["b", "a"]
     assert columns.codes("arm")[0] is codes
+
+
+def test_one_value_shares_an_array_of_one_bit_pattern_only() -> None:
+    """One value throughout (all equal bits) is a read-only stride-0 view of the same values; -0.0 beside
+    0.0, NaNs of two payloads, two values, or fewer than two elements are kept as they are."""
+    from kvgate.arrow_numpy import one_value
+
+    for values in (
+        np.full(1000, 7, dtype=np.int64),
+        np.full(1000, np.nan),
+        np.full(1000, -0.0),
+        np.ones(1000, dtype=bool),
+        np.zeros(1000, dtype=np.int32),
+    ):
+        shared = one_value(values)
+        assert shared.strides == (0,) and not shared.flags.writeable
+        assert shared.dtype == values.dtype and shared.shape == values.shape
+        assert shared.tobytes() == values.tobytes()  # the same bits, -0.0 and NaN included
+    other_nan = np.full(4, np.nan)
+    other_nan.view(np.uint64)[2] ^= 1  # another NaN payload
+    for values in (
+        np.array([0.0, -0.0, 0.0]),
+        other_nan,
+        np.array([3, 3, 3, 4], dtype=np.int64),
+        np.array([True, False]),
+        np.array([5], dtype=np.int64),
+        np.zeros(0),
+    ):
+        assert one_value(values) is values
+
+
+def test_numpy_columns_of_one_value_are_the_plain_conversion_in_no_memory() -> None:
+    """A column of one value, or all null, converts to the plain conversion's values, read-only, without
+    an array of its own; a column of several values is a contiguous array."""
+    from kvgate.arrow_numpy import NumpyColumns
+
+    n = 5000
+    table = pa.table(
+        {
+            "zero": pa.chunked_array([pa.array([0] * 1000, pa.int32())] * 5),
+            "none": pa.chunked_array([pa.nulls(2500, pa.float64())] * 2),
+            "some": pa.array([None, *range(n - 1)], pa.int32()),
+            "kind": pa.array(["x"] * n).dictionary_encode(),
+        }
+    )
+    columns = NumpyColumns(table)
+    for name, fill, dtype in (("zero", -1, np.int64), ("none", np.nan, np.float64), ("some", -1, np.int64)):
+        got, want = columns.get(name, fill, dtype), plain(table[name], fill, dtype)
+        assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+        assert not got.flags.writeable
+        assert (got.strides == (0,)) == (name != "some")
+    assert columns.get("none", 0.0, np.float64).tolist() == [0.0] * n  # each fill its own
+    codes, values = columns.codes("kind")
+    assert codes.strides == (0,) and values == ["x"] and codes.tolist() == [0] * n
