@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"engines"},
     {"treatments", "workload", "models"},
     {"gate", "validators", "model_hub", "converted_model", "arrow_numpy", "arrow_build"},
-    {"stats", "tomlspec", "registry", "names", "paths", "shipped", "contained"},
+    {"stats", "tomlspec", "registry", "names", "paths", "shipped", "contained", "seeds"},
     {"bounded_file"},
     {"spec_kinds"},
     {"errors", "__init__", "allocator"},

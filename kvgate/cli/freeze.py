@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from kvgate.cli.options import MODEL_TAKES, PATH, was_given
-from kvgate.workload.checks import MAX_CASES, MAX_SEED
+from kvgate.seeds import MAX_SEED
+from kvgate.workload.checks import MAX_CASES
 
 if TYPE_CHECKING:
     from kvgate.workload.case import Case

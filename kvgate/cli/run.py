@@ -225,7 +225,7 @@ def _refuse_inside_a_run(folder: Path) -> None:
 def _refuse_a_file_for_the_folder(run_dir: Path | None, runs_dir: Path) -> None:
     """A new run's folder (--run-dir), or the folder it is made in (-o, $KVGATE_RUNS), that is a file is
     refused before any work, saying what the option names (`run -o report.json` took it for the file the
-    report is written to); so is a runs folder yet to be made named like a file (`FILE_SUFFIXES`)."""
+    report is written to); so is either folder, yet to be made, named like a file (`FILE_SUFFIXES`)."""
     from kvgate.errors import BadInput
 
     if run_dir is not None and os.path.lexists(run_dir) and not run_dir.is_dir():
@@ -236,6 +236,11 @@ def _refuse_a_file_for_the_folder(run_dir: Path | None, runs_dir: Path) -> None:
         raise BadInput(
             f"{runs_dir} is not a folder: -o (or $KVGATE_RUNS) names the folder new runs are made in; name a "
             "folder (`kvgate report RUN -o FILE` writes a run's report to a file)"
+        )
+    if run_dir is not None and not os.path.lexists(run_dir) and run_dir.suffix.lower() in FILE_SUFFIXES:
+        raise BadInput(  # else a folder named report.json/ held the run
+            f"--run-dir {run_dir} is named like a file ({run_dir.suffix}), but it names the new run's "
+            "folder: name a folder (`kvgate report RUN -o FILE` writes a run's report)"
         )
     if run_dir is None and not os.path.lexists(runs_dir) and runs_dir.suffix.lower() in FILE_SUFFIXES:
         raise BadInput(  # else a folder named report.json/ was made, the run inside it

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from kvgate.cli.options import PATH
-from kvgate.workload.checks import MAX_SEED
+from kvgate.seeds import MAX_SEED
 
 DEFAULT_N = (24, 60, 100, 300, 1000)
 MAX_RUNS = 1_000_000

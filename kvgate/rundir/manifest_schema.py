@@ -14,6 +14,7 @@ from kvgate.engines.server.stack_version import STACK_VERSION_SCHEMA
 from kvgate.errors import BadInput
 from kvgate.names import NAME_PATTERN
 from kvgate.rundir.hardware import MAX_NODES
+from kvgate.seeds import MAX_SEED
 from kvgate.treatments.matrix import (
     MAX_BATCH_SIZE,
     MAX_CONCURRENCY,
@@ -100,7 +101,7 @@ MANIFEST_SCHEMA: dict[str, Any] = {
                 "candidates": {"type": "array", "uniqueItems": True, "items": NAME},
                 "aa_replicate": {"type": "boolean"},
                 "confirm_reruns": {"type": "integer", "minimum": 0, "maximum": MAX_CONFIRM_RERUNS},
-                "seed": {"type": "integer"},
+                "seed": {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
             },
         },
         "workload_path": {"type": "string", "minLength": 1},

@@ -7,7 +7,7 @@
     aa_replicate = true      # run the control twice, in separate namespaces: the noise floor
     confirm_reruns = 0       # re-run each candidate-only failure k ≤ 10 times: reproducible or flaky
     batch_size = 1           # cases submitted together, ≤ 4096 (a batch for hf, requests for vllm)
-    seed = 0                 # handed to every arm's session alike
+    seed = 0                 # handed to every arm's session alike, in [0, 2³² − 1]
     [load]                   # the stress schedules every arm runs under (docs/reference.md)
     concurrency = 1          # requests in flight at once, ≤ 1024 (engines that serve requests)
     kv_blocks = 64           # the KV pool, in blocks: pressure (engines that size it: server, vllm)
@@ -41,6 +41,7 @@ from kvgate.bounded_file import read_text
 from kvgate.errors import BadInput
 from kvgate.names import check_name, exists
 from kvgate.registry import unknown_name
+from kvgate.seeds import MAX_SEED
 from kvgate.spec_kinds import TOP_KEYS, refuse_other_kind
 from kvgate.tomlspec import MAX_TOML_BYTES, check_field_type, check_keys, load_toml, parse_toml
 from kvgate.treatments.spec import TREATMENT_TYPES, Composite, Treatment
@@ -237,7 +238,7 @@ def parse_matrix_text(text: str, name: str, where: str) -> Matrix:
         aa_replicate=_typed(spec, "aa_replicate", bool, here, True),
         confirm_reruns=_count(spec, "confirm_reruns", 0, here, maximum=MAX_CONFIRM_RERUNS),
         batch_size=_count(spec, "batch_size", 1, here, minimum=1, maximum=MAX_BATCH_SIZE),
-        seed=_typed(spec, "seed", int, here, 0),
+        seed=_count(spec, "seed", 0, here, maximum=MAX_SEED),
         arm_batch_size=_arm_batch_sizes(data.get("arm", {}), names, where),
         faults=_faults(data.get("faults", {}), names, where),
         text=text,

@@ -13,12 +13,11 @@ import jsonschema
 
 from kvgate.errors import BadInput
 from kvgate.names import NAME_PATTERN
+from kvgate.seeds import MAX_SEED
 from kvgate.workload.case import Case
 
 MAX_NEW_TOKENS = 65_536
 MAX_CASES = 10_000_000
-MAX_SEED = 2**32 - 1
-"""The largest seed (`kvgate freeze --seed`, `kvgate simulate --seed`): any random generator takes it."""
 META_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["schema_version", "slice_columns", "n_cases", "content_sha256"],

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.cli import kvgate
 
-from kvgate.workload.checks import MAX_SEED
+from kvgate.seeds import MAX_SEED
 from kvgate.workload.schema import META_KEY
 
 

@@ -340,6 +340,29 @@ def test_run_o_named_like_a_file_is_refused_not_made_a_folder(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", ["report.json", "out.HTML"])
+def test_run_dir_named_like_a_file_is_refused_not_made_a_folder(
+    name: str, smoke_workload: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --run-dir report.json` made a folder report.json/ and the run in it."""
+    monkeypatch.chdir(tmp_path)
+    _refused(
+        ["run", "--engine", "fake", "-w", smoke_workload, "--quiet", "--run-dir", name],
+        f"--run-dir {name} is named like a file ({Path(name).suffix}), but it names the new run's folder",
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_empty_run_dir_named_like_a_file_still_takes_the_run(
+    smoke_workload: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "nightly.json"
+    run.mkdir()
+    ran = kvgate("run", "--engine", "fake", "-w", smoke_workload, "--limit", 2, "--quiet", "--run-dir", run)
+    assert ran.exit_code in (0, 1, 3), ran.output
+    assert (run / "manifest.json").is_file()
+
+
 def test_an_existing_runs_folder_named_like_a_file_still_takes_runs(
     smoke_workload: Path, tmp_path: Path
 ) -> None:

@@ -31,6 +31,8 @@ BAD = [
     (BASE + "confirm_reruns = -1\n", "confirm_reruns must be in [0, 10], got -1"),
     (BASE + "confirm_reruns = 1000000\n", "confirm_reruns must be in [0, 10], got 1000000"),
     (BASE + "batch_size = 0\n", "batch_size must be in [1, 4096], got 0"),
+    (BASE + "seed = -1\n", "seed must be in [0, 4294967295], got -1"),  # llama-server: -1 is random
+    (BASE + "seed = 4294967296\n", "4294967296 is beyond ±2147483648"),  # every TOML integer is bounded
     (BASE + "seed = nan\n", "nan is not a finite number"),
     ('[matrix]\ncontrol = "full"\ncandidates = "fp8-e4m3"\n', "candidates must be a list of treatment names"),
     (
