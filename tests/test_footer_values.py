@@ -94,3 +94,19 @@ def test_long_strings_and_parts_without_statistics_are_decoded(tmp_path: Path) -
     for path in (long, bare):
         stated, decoded = read_both(path)
         assert stated.equals(decoded, check_metadata=True)
+
+
+def test_parts_of_one_schema_keep_their_own_metadata(tmp_path: Path) -> None:
+    """Parts alike but for their metadata (their binding: another run or arm) are each read with their
+    own, however often the same columns' schema is found again."""
+    paths = []
+    for name in ("one", "two"):
+        table = rows(ROWS, "a", 0, "fp8").replace_schema_metadata(
+            {RESULT_VERSION_KEY: str(RESULT_SCHEMA_VERSION).encode(), b"kvgate.part": name.encode()}
+        )
+        pq.write_table(table, tmp_path / f"{name}.parquet", write_page_checksum=True)
+        paths.append(tmp_path / f"{name}.parquet")
+    for path in [*paths, *paths]:
+        stated, decoded = read_both(path)
+        assert stated.equals(decoded, check_metadata=True)
+        assert stated.schema.metadata[b"kvgate.part"] == path.stem.encode()

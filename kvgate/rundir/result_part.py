@@ -135,9 +135,26 @@ def with_columns(
 ) -> pa.Table:
     """`table` (the columns read) and the `stated` ones, in the order of `names`, each of its type in
     `schema`; the part's metadata kept."""
-    fields = [schema.field(name) for name in names]
-    arrays = [pa.chunked_array([stated[name]]) if name in stated else table[name] for name in names]
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=schema.metadata))
+    arrays = [stated[name] if name in stated else table[name] for name in names]
+    return pa.Table.from_arrays(arrays, schema=_selected(schema, names))
+
+
+SELECTED_MAX = 16
+_selected_schemas: list[tuple[pa.Schema, tuple[str, ...], pa.Schema]] = []
+"""(a part's schema as read, the columns asked for, those columns' schema with its metadata): the parts
+of a run share a few, so each part after the first finds its columns' schema by one comparison."""
+
+
+def _selected(schema: pa.Schema, names: Sequence[str]) -> pa.Schema:
+    """The fields `names` of `schema`, in that order, with `schema`'s metadata."""
+    asked = tuple(names)
+    for seen, seen_names, selected in _selected_schemas:
+        if seen_names == asked and schema.equals(seen, check_metadata=True):
+            return selected
+    selected = pa.schema([schema.field(name) for name in names], metadata=schema.metadata)
+    if len(_selected_schemas) < SELECTED_MAX:
+        _selected_schemas.append((schema, asked, selected))
+    return selected
 
 
 SEEN_SCHEMAS_MAX = 16
