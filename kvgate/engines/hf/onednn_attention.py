@@ -130,6 +130,7 @@ def attend_blocks(
     value: torch.Tensor,
     scale: float,
     mask: torch.Tensor | None = None,
+    first: int = 0,
 ) -> torch.Tensor:
     """Attention of query [B, Hq, n, D] over key, value [B, Hkv, K, D] (Hq a multiple of Hkv, K ≥ n),
     float32 on CPU, in blocks of query positions as the module docstring spells out → [B, n, Hq, D].
@@ -137,7 +138,11 @@ def attend_blocks(
     mask None: causal, K = n. Else mask [B or 1, Hq or 1, n, K], bool (True: seen) or additive (float),
     is applied as SDPA applies it, and nothing else is (query i is at key position K − n + i for the
     keys a causal mask shows). A block reads keys only up to its last query's position where the mask
-    hides every key after it; a query that sees no key gets 0, as SDPA's (−∞ scores everywhere)."""
+    hides every key after it; a query that sees no key gets 0, as SDPA's (−∞ scores everywhere).
+
+    first (causal only, a multiple of block_queries(G, K)): only queries first…n−1 are computed, by the
+    very blocks, products and sums the whole computation runs for them → [B, n − first, Hq, D], equal bit
+    for bit to the whole result's last n − first positions (the prefill's last layer: prefill_step)."""
     b, hq, n, d = query.shape
     hkv, kv = int(key.shape[1]), int(key.shape[2])
     g = hq // hkv
@@ -146,12 +151,15 @@ def attend_blocks(
                          f"{tuple(value.shape)}")  # fmt: skip
     if mask is None and kv != n:
         raise ValueError(f"causal attention without a mask needs as many keys as queries, got {kv} and {n}")
+    block = block_queries(g, kv)
+    if first and (mask is not None or not 0 < first < n or first % block):
+        raise ValueError(f"first {first}: a block boundary (of {block}) inside {n} causal queries")
     linear = torch.ops.mkldnn._linear_pointwise
     key, value = _rows(key), _rows(value)
-    rows = torch.empty((b, hkv, n, g, d), dtype=query.dtype)  # [b, h, position, group head, d]
-    torch.mul(query.view(b, hkv, g, n, d).permute(0, 1, 3, 2, 4), scale, out=rows)
-    out = torch.empty((b, n, hkv, g, d), dtype=query.dtype)
-    block = max(1, min(BLOCK_QUERIES, SCORE_ELEMENTS // (g * kv)))
+    r = n - first  # the queries computed
+    rows = torch.empty((b, hkv, r, g, d), dtype=query.dtype)  # [b, h, position, group head, d]
+    torch.mul(query[:, :, first:].unflatten(1, (hkv, g)).permute(0, 1, 3, 2, 4), scale, out=rows)
+    out = torch.empty((b, r, hkv, g, d), dtype=query.dtype)
     offset = kv - n
     causal: torch.Tensor | None = None
     hidden: torch.Tensor | None = None
@@ -173,13 +181,13 @@ def attend_blocks(
             seen_after = True  # SDPA spreads such a query's additive scores over every key: read them all
         else:
             unseen = None
-    for start in range(0, n, block):
+    for start in range(first, n, block):
         stop = min(n, start + block)
         m = stop - start
         width = kv if seen_after else offset + stop
         for i in range(b):
             for h in range(hkv):
-                chunk = rows[i, h, start:stop].view(m * g, d)
+                chunk = rows[i, h, start - first : stop - first].view(m * g, d)
                 scores = linear(chunk, key[i, h, :width], None, "none", [], "")
                 grid = scores.view(m, g, width)
                 if causal is not None:
@@ -190,12 +198,17 @@ def attend_blocks(
                     grid.add_(_block(mask, i, h, g, start, stop, width))
                 weights = torch.softmax(scores, dim=-1)
                 attended = linear(weights, value[i, h, :width].t(), None, "none", [], "")
-                out[i, start:stop, h] = attended.view(m, g, d)
-    result = out.view(b, n, hq, d)
+                out[i, start - first : stop - first, h] = attended.view(m, g, d)
+    result = out.view(b, r, hq, d)
     if unseen is not None and mask is not None:  # SDPA gives 0 where every score is −∞ (softmax: 0/0)
         void = unseen if hidden is not None else ~(mask > float("-inf")).any(dim=-1)
         result.masked_fill_(void.expand(b, hq, n).transpose(1, 2).unsqueeze(-1), 0.0)
     return result
+
+
+def block_queries(groups: int, keys: int) -> int:
+    """Query positions per block of attend_blocks, for `groups` query heads per key head over `keys`."""
+    return max(1, min(BLOCK_QUERIES, SCORE_ELEMENTS // (groups * keys)))
 
 
 def _broadcasts(mask: torch.Tensor, query: torch.Tensor, kv: int) -> bool:

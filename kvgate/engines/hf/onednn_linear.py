@@ -23,10 +23,14 @@ for all its arms, and a resumed run the one it started with.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
 from torch import nn
+
+_PACKED: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+"""The modules whose forward is the packed product (pack_linears)."""
 
 
 def onednn_available() -> bool:
@@ -35,6 +39,12 @@ def onednn_available() -> bool:
     return torch.backends.mkldnn.is_available() and all(
         hasattr(mkldnn, name) for name in ("_reorder_linear_weight", "_linear_pointwise")
     )
+
+
+def is_packed(module: nn.Module) -> bool:
+    """Whether `module`'s forward is oneDNN's product on its packed weight laid out for many rows
+    (pack_linears without one_row)."""
+    return module in _PACKED
 
 
 def default_linear(device: str, dtype: str) -> str:
@@ -83,3 +93,5 @@ def _pack(module: nn.Linear, free: bool, rows: int | None) -> None:
         return out
 
     module.forward = forward  # type: ignore[method-assign,assignment]
+    if rows is None:
+        _PACKED.add(module)
