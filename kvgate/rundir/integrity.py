@@ -12,7 +12,7 @@ BadInput naming it (exit 2).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +35,22 @@ class PartCheck:
     results: Path
     run_id: str
     listed: dict[str, Any]
+    live: tuple[Path, ...] | None = None
+    """The live parts `verify_run` found each listed in the index and the index's every part among (the
+    store's `part_paths`), for the reader to read rather than list the folder again; None: not listed."""
 
     def __call__(self, path: Path, data: bytes, metadata: dict[bytes, bytes] | None, rows: int) -> None:
         """`rows`: the part's row count as its footer states it (read with its metadata)."""
-        if hashlib.sha256(data).hexdigest() != self.listed[key_of(self.results, path)]["sha256"]:
+        key = key_of(self.results, path)
+        if hashlib.sha256(data).hexdigest() != self.listed[key]["sha256"]:
             changed(path)
         check_bound(path, read_binding(metadata), self.run_id, path.parent.name)
-        self.check_rows(path, rows)
+        self.check_rows(path, rows, key)
 
-    def check_rows(self, path: Path, rows: int) -> None:
-        """The index's row count for the part is the part's own (an edited count is refused, not used)."""
-        listed = self.listed[key_of(self.results, path)]["rows"]
+    def check_rows(self, path: Path, rows: int, key: str | None = None) -> None:
+        """The index's row count for the part is the part's own (an edited count is refused, not used);
+        `key`: the part's index key, when known."""
+        listed = self.listed[key or key_of(self.results, path)]["rows"]
         if listed != rows:
             raise BadInput(
                 f"{self.results / INDEX} lists {listed} rows for {path}, which holds {rows}: the index "
@@ -69,8 +74,7 @@ def verify_run(run_dir: Path, manifest: dict[str, Any], parts: bool = True) -> P
     listed = read_index(results, manifest["run_id"])
     _verify_workload(manifest)
     check = PartCheck(results, manifest["run_id"], listed)
-    _verify_parts(run_dir, check, parts)
-    return check
+    return replace(check, live=tuple(_verify_parts(run_dir, check, parts)))
 
 
 def expected_rows(manifest: dict[str, Any]) -> dict[str, int]:
@@ -107,21 +111,22 @@ def _verify_workload(manifest: dict[str, Any]) -> None:
         raise BadInput(f"workload {path} changed since run {manifest['run_id']} (content sha256 differs)")
 
 
-def _verify_parts(run_dir: Path, check: PartCheck, read_parts: bool) -> None:
+def _verify_parts(run_dir: Path, check: PartCheck, read_parts: bool) -> list[Path]:
     """Every live part listed and every listed part live; with `read_parts`, each one's sha256 and
-    binding too (else the reader checks those)."""
+    binding too (else the reader checks those). Returns the live parts."""
     results, listed = check.results, check.listed
     index = results / INDEX
     live = part_paths(run_dir)
     if live and not index.exists():
         raise BadInput(f"run {run_dir} has result parts but no {index}: it was removed")
-    for path in live:
-        if key_of(results, path) not in listed:
+    keys = [key_of(results, path) for path in live]
+    for path, key in zip(live, keys, strict=True):
+        if key not in listed:
             raise BadInput(
                 f"result part {path} is not in {index}: it was added after the run "
                 f"(or a crash left it: `kvgate run --resume {run_dir}` verifies and lists it)"
             )
-    present = {key_of(results, p) for p in live}
+    present = set(keys)
     gone = sorted(k for k in listed if k not in present)
     if gone:
         raise BadInput(
@@ -133,6 +138,7 @@ def _verify_parts(run_dir: Path, check: PartCheck, read_parts: bool) -> None:
             changed(path)
         check_bound(path, read_binding(_metadata(path)), check.run_id, path.parent.name)
         check.check_rows(path, pq.read_metadata(path).num_rows)
+    return live
 
 
 def _metadata(path: Path) -> dict[bytes, bytes] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,7 @@ def read_index(results: Path, run_id: str | None = None) -> dict[str, dict[str, 
         data = load_json(path, MAX_JSON_BYTES, "result index")
     except FileNotFoundError:
         return {}
-    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+    error = None if plainly_valid(data) else jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
     if error is not None:
         field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise BadInput(f"result index {path} is malformed at {field}: {error.message[:120]}")
@@ -125,6 +126,31 @@ def _entry_ok(entry: Any) -> bool:
 
 
 _VALIDATOR = jsonschema.Draft202012Validator(INDEX_SCHEMA)
+_PART_KEY = re.compile(INDEX_SCHEMA["properties"]["parts"]["propertyNames"]["pattern"])
+_SHA256 = re.compile(
+    INDEX_SCHEMA["properties"]["parts"]["additionalProperties"]["properties"]["sha256"]["pattern"]
+)
+
+
+def plainly_valid(data: Any) -> bool:
+    """Whether `data` is an index as `write_index` writes it, checked field by field in one loop (a
+    10⁶-row run's index lists ~1,000 parts: the schema's validator takes ~20 ms over them). True only for
+    an index INDEX_SCHEMA accepts (its patterns searched as the validator searches them, a row count a
+    plain int); anything else goes to the validator, which names the field."""
+    if type(data) is not dict or data.keys() != {"run_id", "parts"}:
+        return False
+    run_id, parts = data["run_id"], data["parts"]
+    if (run_id is not None and type(run_id) is not str) or type(parts) is not dict:
+        return False
+    for key, entry in parts.items():
+        if type(entry) is not dict or entry.keys() != {"sha256", "rows"}:
+            return False
+        rows, sha256 = entry["rows"], entry["sha256"]
+        if type(rows) is not int or rows < 0 or type(sha256) is not str:
+            return False
+        if not _SHA256.search(sha256) or not _PART_KEY.search(key):
+            return False
+    return True
 
 
 def write_index(results: Path, run_id: str | None, parts: dict[str, dict[str, Any]]) -> None:

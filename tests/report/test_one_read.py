@@ -93,3 +93,15 @@ def test_arm_rows_are_each_cases_first_attempt(fixed_run: Path) -> None:
                 assert not array.flags.writeable
         assert got.present.tolist() == [c in at for c in range(rows.n)]
     assert shared  # the fixed run's certificate scores are null throughout
+
+
+def test_the_parts_read_are_the_ones_verified(fixed_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify_run hands the reader the live parts it found listed (the folder is not listed again)."""
+    from kvgate.rundir.integrity import verify_run
+
+    manifest = read_manifest(fixed_run)
+    check = verify_run(fixed_run, manifest, parts=False)
+    assert check.live is not None and list(check.live) == part_paths(fixed_run)
+    monkeypatch.setattr(run_data, "part_paths", None)  # listing again would fail
+    rows = RunRows(fixed_run, read_cases(manifest), list(manifest["arms"]), check)
+    assert rows.paths == list(check.live)

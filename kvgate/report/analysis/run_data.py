@@ -364,7 +364,7 @@ class RunRows:
     ) -> None:
         """`texts_for`: the control arm, to keep the texts of failing rows and its answers beside them
         from the same read (analysis.row_texts); None keeps none (a report without examples)."""
-        paths = part_paths(run_dir)
+        paths = list(check.live) if check is not None and check.live is not None else part_paths(run_dir)
         parts, part_rows, texts = read_parts(paths, cases, check, texts_for)
         self.n = cases.n
         self.case_ids = cases.case_ids
