@@ -10,6 +10,7 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from kvgate.report.analysis.evidence import Evidence
 from kvgate.report.analysis.run_data import case_table
@@ -47,3 +48,39 @@ def test_selected_rows_moved_rows_and_missing_cases(tmp_path: Path) -> None:
     missing = Evidence(tmp_path, cases(["b", "z"], [1, 9]), path, cast(Any, None))
     assert expected_at(missing, [0, 1]) == ['"b"', None]
     assert missing.workload_column("source_id", np.array([0])) == [None]  # a column the file lacks
+
+
+def test_the_workload_is_read_again_only_for_cases_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixed_run: Path
+) -> None:
+    """The examples' columns are read once for the cases of the rows whose texts the read kept (every
+    failing one) and again only for a case outside them, the values the same either way."""
+    import kvgate.report.analysis.evidence as evidence
+    from kvgate.report.analysis.run_data import RunRows, read_cases
+    from kvgate.rundir.manifest import read_manifest
+
+    manifest = read_manifest(fixed_run)
+    run_cases = read_cases(manifest)
+    rows = RunRows(fixed_run, run_cases, list(manifest["arms"]), texts_for=manifest["matrix"]["control"])
+    reads: list[int] = []
+
+    def counted(parquet: Any, columns: Any, at: np.ndarray) -> Any:
+        reads.append(len(at))
+        return take_rows(parquet, columns, at)
+
+    take_rows = evidence.take_rows
+    monkeypatch.setattr(evidence, "take_rows", counted)
+    shown = Evidence(fixed_run, run_cases, manifest["workload_path"], rows)
+    failing = np.unique(rows.case[rows.kept.rows])
+    assert 0 < failing.size < run_cases.n
+    first = shown.workload_columns(["expected", "messages"], failing[::-1])
+    assert reads == [failing.size]
+    assert shown.workload_column("expected", failing[:3]) == first["expected"][::-1][:3]
+    assert reads == [failing.size]  # covered: not read again
+    other = int(np.setdiff1d(np.arange(run_cases.n), failing)[0])
+    plain = Evidence(fixed_run, run_cases, manifest["workload_path"], cast(Any, None))
+    assert shown.workload_column("expected", np.array([other])) == plain.workload_column(
+        "expected", np.array([other])
+    )
+    assert reads[1] == failing.size + 1
+    assert first == plain.workload_columns(["expected", "messages"], failing[::-1])

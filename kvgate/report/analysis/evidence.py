@@ -9,6 +9,7 @@ answers.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -23,9 +24,12 @@ from kvgate.arrow_numpy import int64_array
 from kvgate.report.analysis.numbers import finite, ratio
 from kvgate.report.analysis.run_data import CaseTable, RunRows
 from kvgate.workload.case import SOURCE_ID
+from kvgate.workload.taken_rows import take_rows
 
 TEXT = ["output_text", "detail", "fail_kind", "first_divergence"]
 """A row's columns an example shows (RunRows.texts)."""
+WORKLOAD_COLUMNS = ("expected", "messages", SOURCE_ID)
+"""The workload's columns an example shows (read together, `Evidence.workload_columns`)."""
 SNIPPET = 80
 """Characters of a failing case's question shown beside it."""
 
@@ -158,40 +162,55 @@ class Evidence:
             self._arms[name] = extras_from_rows(self.rows, name)
         return self._arms[name]
 
-    @cached_property
-    def _workload(self) -> tuple[pa.Array, dict[str, pa.Array]]:
-        """The workload's case ids, and its expected answers, messages and (where stored) source ids, in
-        its row order; read on the first failure only (no columns when the workload cannot be read)."""
-        if not self.workload_path:
-            return pa.array([], pa.string()), {}
-        try:
-            with pq.ParquetFile(self.workload_path) as workload:
-                columns = ["case_id", "expected", "messages"]
-                columns += [SOURCE_ID] if SOURCE_ID in workload.schema_arrow.names else []
-                table = workload.read(columns=columns, use_threads=False)
-        except (OSError, pa.ArrowException, KeyError):
-            return pa.array([], pa.string()), {}
-        return table["case_id"].combine_chunks(), {n: table[n].combine_chunks() for n in columns[1:]}
+    def workload_columns(self, names: Sequence[str], where: np.ndarray) -> dict[str, list[Any]]:
+        """The workload's columns `names` (of WORKLOAD_COLUMNS) at case positions `where`: taken at the
+        rows the run selected (CaseTable.workload_rows) where the file's case ids there are the cases',
+        else joined by case id (None where the file lacks the case); every value None where the workload
+        cannot be read or has no such column.
+
+        Read once for the cases an example may show (those of the rows whose texts the read kept:
+        every row that did not pass) and any others asked for, and only those rows of the file are kept
+        (workload.taken_rows): the columns whole are ~50 MB of fresh pages at 250,000 cases."""
+        where = np.asarray(where, dtype=np.int64)
+        if not where.size:
+            return {name: [] for name in names}
+        if not _covers(self._read[0], where):
+            self._read = self._read_at(np.union1d(self._read[0], where))
+        have, values = self._read
+        at = np.searchsorted(have, where).tolist()
+        return {name: [values[name][i] for i in at] if name in values else [None] * len(at) for name in names}
 
     def workload_column(self, name: str, where: np.ndarray) -> list[Any]:
-        """The workload's `name` column ("expected", "messages", "source_id") at case positions `where`;
-        None for each where the workload cannot be read or has no such column."""
-        column = self._workload[1].get(name)
-        if column is None or not len(where):
-            return [None] * len(where)
-        return column.take(self._workload_rows(where)).to_pylist()
+        """`workload_columns` of one column."""
+        return self.workload_columns([name], where)[name]
 
-    def _workload_rows(self, where: np.ndarray) -> pa.Array:
-        """The workload rows of the cases at `where`: the rows the run selected (CaseTable.workload_rows)
-        where the file's case ids there are the cases', else joined by case id (null where absent)."""
-        ids = self._workload[0]
+    @cached_property
+    def _read(self) -> tuple[np.ndarray, dict[str, list[Any]]]:
+        """(case positions, ascending; WORKLOAD_COLUMNS at them): first those of the kept rows."""
+        kept = self.rows.kept.rows if self.rows is not None else np.zeros(0, dtype=np.int64)
+        return self._read_at(np.unique(self.rows.case[kept]) if kept.size else kept)
+
+    def _read_at(self, where: np.ndarray) -> tuple[np.ndarray, dict[str, list[Any]]]:
+        if not self.workload_path or not where.size:
+            return where, {}
+        try:
+            with pq.ParquetFile(self.workload_path) as workload:
+                names = [n for n in WORKLOAD_COLUMNS if n in workload.schema_arrow.names]
+                return where, self._taken(workload, names, where) if names else {}
+        except (OSError, pa.ArrowException, KeyError, IndexError):
+            return where, {}
+
+    def _taken(self, workload: pq.ParquetFile, names: list[str], where: np.ndarray) -> dict[str, list[Any]]:
         wanted = self.cases.case_ids.take(int64_array(where))
         rows = self.cases.workload_rows[where]
-        if int(rows.max()) < len(ids):
-            same = pc.equal(ids.take(int64_array(rows)), wanted)
+        if int(rows.max()) < workload.metadata.num_rows:
+            table = take_rows(workload, ["case_id", *names], rows)
+            same = pc.equal(table["case_id"], wanted)
             if same.null_count == 0 and pc.all(same).as_py():
-                return int64_array(rows)
-        return pc.index_in(wanted, value_set=ids)
+                return {name: table[name].to_pylist() for name in names}
+        table = workload.read(columns=["case_id", *names], use_threads=False)  # rows moved: by case id
+        at = pc.index_in(wanted, value_set=table["case_id"].combine_chunks())
+        return {name: table[name].take(at).to_pylist() for name in names}
 
     def failures(self, control: str, candidate: str, mask: np.ndarray) -> list[dict[str, Any]]:
         """Every case in `mask` (cache-induced failures), in case order: what was expected, both answers,
@@ -214,9 +233,9 @@ class Evidence:
     def _examples(self, control: str, candidate: str, where: np.ndarray) -> list[dict[str, Any]]:
         ctl, cand = self.arm(control), self.arm(candidate)
         ids = self.cases.case_ids.take(int64_array(where)).to_pylist()
-        expected = self.workload_column("expected", where)
-        source_ids = self.workload_column(SOURCE_ID, where)
-        prompts = [prompt_snippet(m) for m in self.workload_column("messages", where)]
+        columns = self.workload_columns(["expected", SOURCE_ID, "messages"], where)
+        expected, source_ids = columns["expected"], columns[SOURCE_ID]
+        prompts = [prompt_snippet(m) for m in columns["messages"]]
         ctl_text = self._control_outputs(control, ctl, where)
         cand_rows = self.rows.texts(cand.row[where], TEXT)
         out = []
@@ -241,6 +260,14 @@ class Evidence:
                 }
             )
         return out
+
+
+def _covers(have: np.ndarray, where: np.ndarray) -> bool:
+    """Whether every one of `where` is in `have` (ascending, distinct)."""
+    if not have.size:
+        return False
+    at = np.searchsorted(have, where)
+    return bool((at < have.size).all()) and np.array_equal(have[at], where)
 
 
 def prompt_snippet(messages: str | None, width: int = SNIPPET) -> str | None:

@@ -48,9 +48,9 @@ def sample_records(manifest: dict[str, Any], cases: CaseTable, rows: RunRows) ->
     control = rows.arm_rows(control_name)
     every = np.arange(cases.n, dtype=np.int64)
     ids = cases.case_ids.to_pylist()
-    source_ids = evidence.workload_column(SOURCE_ID, every)
-    expected = evidence.workload_column("expected", every)
-    prompts = [prompt_snippet(m) for m in evidence.workload_column("messages", every)]
+    columns = evidence.workload_columns([SOURCE_ID, "expected", "messages"], every)
+    source_ids, expected = columns[SOURCE_ID], columns["expected"]
+    prompts = [prompt_snippet(m) for m in columns["messages"]]
     labels = [
         {col: values[codes[pos]] for col, (codes, values) in cases.labels.items() if codes[pos] >= 0}
         for pos in range(cases.n)
