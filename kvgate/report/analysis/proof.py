@@ -211,7 +211,12 @@ def _arm_proof(
     proof = _Proof(arm)
     parts = spec.get("of") or [spec]
     mine = rows.of_arm(arm)
-    passes = sorted(set(zip(rows.replicate[mine].tolist(), rows.attempt[mine].tolist(), strict=True)))
+    replicates, attempts = rows.replicate[mine], rows.attempt[mine]
+    passes = [  # each (replicate, attempt) stored, in order
+        (replicate, attempt)
+        for replicate in np.unique(replicates).tolist()
+        for attempt in np.unique(attempts[replicates == replicate]).tolist()
+    ]
     for replicate, attempt in passes:
         mask = mine & (rows.replicate == replicate) & (rows.attempt == attempt)
         label = f"arm {arm!r}" + (f" (A/A replicate {replicate})" if replicate else "")
