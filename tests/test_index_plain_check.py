@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kvgate.errors import BadInput
-from kvgate.rundir.part_index import _VALIDATOR, plainly_valid, read_index, write_index
+from kvgate.rundir.part_index import _VALIDATOR, MAX_PART_ROWS, plainly_valid, read_index, write_index
 
 SHA = "ab" * 32
 
@@ -25,6 +25,7 @@ def index(n: int = 3) -> dict[str, Any]:
 def mutations() -> list[dict[str, Any]]:
     """Indexes one field away from a valid one: each value of each kind, in each place."""
     values: list[Any] = [None, True, 1, 1.0, -1, 2.5, "", "x", SHA, SHA.upper(), SHA + "\n", [], {}, {"a": 1}]
+    values += [MAX_PART_ROWS, MAX_PART_ROWS + 1, 10**30]  # the row count's bound, either side
     out = []
     for value in values:
         for edit in ("run_id", "parts", "extra", "key", "entry", "sha256", "rows", "entry_extra", "no_rows"):
@@ -79,6 +80,14 @@ def test_indexes_kvgate_writes_pass_the_plain_check(tmp_path: Path, n: int) -> N
 def test_a_refused_index_is_still_named_by_the_validator(tmp_path: Path) -> None:
     doc = copy.deepcopy(index())
     doc["parts"]["arm-0/part-00000.parquet"]["rows"] = -1
+    (tmp_path / "index.json").write_text(json.dumps(doc))
+    with pytest.raises(BadInput, match=r"malformed at parts/arm-0/part-00000\.parquet/rows"):
+        read_index(tmp_path)
+
+
+def test_a_row_count_past_the_bound_is_refused_naming_the_field(tmp_path: Path) -> None:
+    doc = index()
+    doc["parts"]["arm-0/part-00000.parquet"]["rows"] = MAX_PART_ROWS + 1
     (tmp_path / "index.json").write_text(json.dumps(doc))
     with pytest.raises(BadInput, match=r"malformed at parts/arm-0/part-00000\.parquet/rows"):
         read_index(tmp_path)

@@ -22,6 +22,7 @@ import jsonschema
 
 from kvgate.bounded_file import load_json
 from kvgate.errors import BadInput
+from kvgate.treatments.matrix import MAX_ARM_CASES, MAX_CONFIRM_RERUNS
 from kvgate.workload.schema import atomic_write
 
 PART_KEY = b"kvgate.part"
@@ -29,6 +30,8 @@ PART_KEY = b"kvgate.part"
 INDEX = "index.json"
 MANIFEST = "manifest.json"
 MAX_JSON_BYTES = 1 << 26
+MAX_PART_ROWS = MAX_ARM_CASES * (1 + MAX_CONFIRM_RERUNS)
+"""The most rows a part may hold: every generation one run may ask for, each re-run as often as it may be."""
 """Largest manifest or index kvgate reads (64 MiB; a million-row run's are under 1 MiB)."""
 
 
@@ -90,7 +93,7 @@ INDEX_SCHEMA: dict[str, Any] = {
                 "required": ["sha256", "rows"],
                 "properties": {
                     "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-                    "rows": {"type": "integer", "minimum": 0},
+                    "rows": {"type": "integer", "minimum": 0, "maximum": MAX_PART_ROWS},
                 },
             },
         },
@@ -146,7 +149,7 @@ def plainly_valid(data: Any) -> bool:
         if type(entry) is not dict or entry.keys() != {"sha256", "rows"}:
             return False
         rows, sha256 = entry["rows"], entry["sha256"]
-        if type(rows) is not int or rows < 0 or type(sha256) is not str:
+        if type(rows) is not int or not 0 <= rows <= MAX_PART_ROWS or type(sha256) is not str:
             return False
         if not _SHA256.search(sha256) or not _PART_KEY.search(key):
             return False
