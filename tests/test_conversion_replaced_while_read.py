@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from kvgate import converted_model
@@ -28,7 +29,7 @@ READER = textwrap.dedent(
         raise SystemExit("the reader converted: it found no whole conversion")
 
     converted_model.convert = refuse
-    gguf, target, stop = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    gguf, target, stop, ready = (Path(a) for a in sys.argv[1:5])
     seen, retries = set(), 0
     while not stop.exists():
         try:
@@ -43,6 +44,7 @@ READER = textwrap.dedent(
         if len(set(generations)) != 1:
             raise SystemExit(f"torn: {generations} in {folder}")
         seen.add(generations[0])
+        ready.touch()  # the writer starts replacing once a read is under way
     print(len(seen), retries)
     """
 )
@@ -65,16 +67,19 @@ def test_a_reader_never_reads_a_half_replaced_conversion(tmp_path: Path) -> None
     gguf.write_bytes(b"GGUF" + bytes(range(256)))
     target = tmp_path / "cache" / "m"
     _replace(target, 0, gguf)
-    stop = tmp_path / "stop"
+    stop, ready = tmp_path / "stop", tmp_path / "ready"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(gguf), str(target), str(stop)],
+        [sys.executable, "-c", READER, str(gguf), str(target), str(stop), str(ready)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:
+        deadline = time.monotonic() + 60  # on a loaded machine the reader's imports alone take seconds
+        while not ready.exists() and reader.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         for generation in range(1, REPLACEMENTS + 1):
             _replace(target, generation, gguf)
-            os.sched_yield()
+            time.sleep(0.003)  # a read takes ~6 ms: replacements land between and during them
     finally:
         stop.touch()
         out, err = reader.communicate(timeout=60)
