@@ -7,18 +7,25 @@ queries, attention, output projection and MLP at the other positions are thrown 
 1,011-token prefill's FLOPs on the embedded model's 30 layers). `prefill` runs the decode step's flat ops
 (decode_step: F.rms_norm, the rotary embedding as x·cos + roll(x, D/2)·sin±, in-place residual additions
 and SiLU(gate)·up) on all positions up to the last layer's keys and values, which the cache needs for
-every position, and computes the rest of the last layer only from the start of the attention block that
-holds the last two positions (onednn_attention.attend_blocks with `first`): the same blocks, products
-and sums as the whole computation runs for them. Its logits and the cache entries it writes equal the
-modules' bit for bit (tests/engines/hf/test_prefill_step.py), given that a product's row is the same
-floats whatever rows are computed with it — which holds for oneDNN's packed projections of two rows or
-more (the down projection of a single row takes another kernel, so the tail keeps at least two).
+every position, and computes the rest of the last layer only for its tail (`tail_start`):
+
+- attention onednn_attention's: from the start of the attention block that holds the last two positions
+  (attend_blocks with `first`: the same blocks, products and sums the whole computation runs for them);
+- attention SDPA's (the default on CPUs without AVX-512): attention for every position, as transformers
+  calls it for a causal prompt with no mask (`F.scaled_dot_product_attention(…, is_causal=True,
+  enable_gqa=True)`, whose rows do not depend on one another), then the output projection and MLP for
+  the last two positions only.
+
+Its logits and the cache entries it writes equal the modules' bit for bit
+(tests/engines/hf/test_prefill_step.py), given that a product's row is the same floats whatever rows are
+computed with it — which holds for oneDNN's packed projections of two rows or more (the down projection
+of a single row takes another kernel, so the tail keeps at least two).
 
 It applies (`applies`) only where that holds: a decode step's model conditions (decode_step.
-unhooked_llama: no hook, no forward replaced), attention onednn_attention's, every projection packed
-for many rows (onednn_linear.is_packed), an empty cache and the prompt at position 0 (no mask: causal).
-Anything else — SDPA's attention, torch's nn.Linear, a prefill chunk after cached entries, a hook that
-captures queries — goes through the modules.
+unhooked_llama: no hook, no forward replaced), attention onednn_attention's or SDPA's, every projection
+packed for many rows (onednn_linear.is_packed), an empty cache and the prompt at position 0 (no mask:
+causal). Anything else — eager attention, torch's nn.Linear, a prefill chunk after cached entries, a
+hook that captures queries — goes through the modules.
 """
 
 from __future__ import annotations
@@ -33,17 +40,19 @@ from kvgate.engines.hf.onednn_attention import NAME as ONEDNN_ATTENTION
 from kvgate.engines.hf.onednn_attention import attend_blocks, block_queries
 from kvgate.engines.hf.onednn_linear import is_packed
 
+ATTENTIONS = ("sdpa", ONEDNN_ATTENTION)
+"""The attention implementations the flat prefill computes as the modules do."""
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP = ("gate_proj", "up_proj", "down_proj")
 
 
 def applies(model: Any, ids: torch.Tensor, cache: Any, first_position: int) -> bool:
     """Whether `prefill(model, ids, cache)` is the modules' forward exactly: two positions or more per
-    row from position 0 into an empty cache, on a model `unhooked_llama` accepts, with oneDNN's blocked
-    attention and packed projections (checked at every call, as hooks are)."""
+    row from position 0 into an empty cache, on a model `unhooked_llama` accepts, with attention SDPA's
+    or oneDNN's blocked one and packed projections (checked at every call, as hooks are)."""
     if ids.dim() != 2 or ids.shape[1] < 2 or ids.device.type != "cpu" or first_position != 0:
         return False
-    if model.config._attn_implementation != ONEDNN_ATTENTION or cache.get_seq_length() != 0:
+    if model.config._attn_implementation not in ATTENTIONS or cache.get_seq_length() != 0:
         return False
     if not unhooked_llama(model):
         return False
@@ -66,8 +75,8 @@ def prefill(model: Any, ids: torch.Tensor, cache: Any) -> torch.Tensor:
     cos = cos.unsqueeze(2)  # [1, n, 1, D]: broadcast over heads, the projections' [B, n, heads, D]
     signed_sin = torch.cat((-sin[..., :half], sin[..., half:]), dim=-1).unsqueeze(2)
     layers = inner.layers[: config.num_hidden_layers]
-    block = block_queries(heads // kv_heads, n)
-    tail = ((n - 2) // block) * block  # the last layer's rows from here: its last two positions' block
+    blocked = config._attn_implementation == ONEDNN_ATTENTION
+    tail = tail_start(n, block_queries(heads // kv_heads, n) if blocked else 1)  # the last layer's rows
     for index, layer in enumerate(layers):
         attention, mlp = layer.self_attn, layer.mlp
         last = index == len(layers) - 1
@@ -79,7 +88,13 @@ def prefill(model: Any, ids: torch.Tensor, cache: Any) -> torch.Tensor:
         k = k * cos + k.roll(half, -1) * signed_sin
         keys, values = cache.update(k.transpose(1, 2), v.transpose(1, 2), index)  # [B, Hkv, n, D]
         first = tail if last else 0
-        attended = attend_blocks(q.transpose(1, 2), keys, values, attention.scaling, first=first)
+        if blocked:
+            attended = attend_blocks(q.transpose(1, 2), keys, values, attention.scaling, first=first)
+        else:  # transformers' SDPA call for a causal prompt, no mask: [B, Hq, n, D] → rows first…n−1
+            attended = F.scaled_dot_product_attention(
+                q.transpose(1, 2), keys[:, :, :n], values[:, :, :n], scale=attention.scaling, is_causal=True,
+                enable_gqa=heads != kv_heads,
+            ).transpose(1, 2)[:, first:].contiguous()  # fmt: skip
         if last:
             hidden = hidden[:, tail:]  # [B, n − tail, H]
         rows = n - first
@@ -89,3 +104,9 @@ def prefill(model: Any, ids: torch.Tensor, cache: Any) -> torch.Tensor:
         hidden.add_(mlp.down_proj.forward(gate.mul_(mlp.up_proj.forward(x))))
     logits: torch.Tensor = model.lm_head.forward(_rms_norm(inner.norm, hidden[:, -1:]))
     return logits
+
+
+def tail_start(n: int, block: int) -> int:
+    """The first of the n prompt positions the last layer computes past its keys and values: the start
+    of the `block`-aligned block holding the last two positions (block 1: the last two alone)."""
+    return ((n - 2) // block) * block

@@ -1,7 +1,8 @@
 """The flat prefill (prefill_step) equals the modules' forward bit for bit on the embedded model, logits
 and every cache entry, at lengths whose last attention block holds one, two or many positions and on two
-rows; attend_blocks with `first` gives the whole result's last rows exactly; and a hook, SDPA's
-attention, unpacked projections or cached entries send the prompt through the modules."""
+rows, with attention oneDNN's blocks and SDPA's alike; attend_blocks with `first` gives the whole
+result's last rows exactly; and a hook, eager attention, unpacked projections or cached entries send the
+prompt through the modules."""
 
 from __future__ import annotations
 
@@ -37,9 +38,21 @@ def onednn_model(engine: Any) -> Any:
     model.set_attn_implementation(was)
 
 
-@pytest.mark.parametrize(("rows", "n"), [(1, 2), (1, 129), (1, 130), (1, 300), (2, 258), (1, 1011)])
-def test_the_flat_prefill_is_the_modules_forward_bit_for_bit(onednn_model: Any, rows: int, n: int) -> None:
+@pytest.fixture(params=["onednn", "sdpa"])
+def attention(request: pytest.FixtureRequest, onednn_model: Any) -> Any:
+    """The model with the attention under test: oneDNN's blocks, or SDPA's (the default without AVX-512)."""
+    if request.param == "sdpa":
+        onednn_model.set_attn_implementation("sdpa")
+    yield request.param
+    onednn_model.set_attn_implementation(onednn_attention.register())
+
+
+@pytest.mark.parametrize(("rows", "n"), [(1, 2), (1, 3), (1, 129), (1, 130), (1, 300), (2, 258), (1, 1011)])
+def test_the_flat_prefill_is_the_modules_forward_bit_for_bit(
+    onednn_model: Any, attention: str, rows: int, n: int
+) -> None:
     model = onednn_model
+    assert (model.config._attn_implementation == "sdpa") == (attention == "sdpa")
     if not is_packed(model.model.layers[0].mlp.down_proj):
         pytest.skip("the shared engine's projections are not oneDNN's packed ones")
     prompt = torch.randint(0, model.config.vocab_size, (rows, n), generator=torch.Generator().manual_seed(n))
@@ -94,6 +107,8 @@ def test_what_the_flat_prefill_cannot_match_goes_through_the_modules(
         handle.remove()
     model.set_attn_implementation("sdpa")
     try:
+        assert prefill_step.applies(model, prompt, empty, 0)
+        model.set_attn_implementation("eager")
         assert not prefill_step.applies(model, prompt, empty, 0)
     finally:
         model.set_attn_implementation(onednn_attention.register())
@@ -101,3 +116,11 @@ def test_what_the_flat_prefill_cannot_match_goes_through_the_modules(
     torch_linear = model.model.layers[7].mlp.up_proj
     monkeypatch.setattr(prefill_step, "is_packed", lambda module: module is not torch_linear)
     assert not prefill_step.applies(model, prompt, empty, 0)  # one projection torch's nn.Linear
+
+
+@pytest.mark.parametrize(
+    ("n", "block", "start"), [(2, 1, 0), (3, 1, 1), (1011, 1, 1009), (130, 128, 128), (129, 128, 0)]
+)
+def test_the_last_layers_tail_holds_the_last_two_positions(n: int, block: int, start: int) -> None:
+    assert prefill_step.tail_start(n, block) == start
+    assert start % block == 0 and n - start >= 2
