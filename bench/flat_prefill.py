@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     engine = HFEngine(resolve_model(MODEL), threads=1)
     model = engine.model
-    kernels = {k: engine.fingerprint().get(k) for k in ("linear", "attention")}
+    kernels = {"linear": engine.linear, "attention": engine.attention}
     attentions = {"sdpa": "sdpa"}
     if onednn_attention.available():
         attentions["onednn"] = onednn_attention.register()
