@@ -125,8 +125,8 @@ def paired_aa_pvalue(candidate_only: np.ndarray, replicate_only: np.ndarray, pai
 def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds: bool = True) -> Verdicts:
     """Steps 1–5 of the module docstring, for every leading index at once.
 
-    with_bounds=False leaves the clustered slices' lower and upper bounds NaN (they take a bisection per
-    slice; the decisions do not need them): what a simulation asks for.
+    with_bounds=False leaves every slice's lower and upper bounds NaN (the exact beta quantiles and the
+    clustered slices' bisections; the decisions do not need them): what a simulation asks for.
     """
     k = np.asarray(counts.failures, dtype=np.int64)
     n = np.asarray(counts.control_passes, dtype=np.int64)
@@ -140,9 +140,12 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds:
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where(n > 0, n / deff, 0.0)
         k_eff = np.where(n > 0, k / deff, 0.0)
-    lower, upper = cp_bounds(np.minimum(k, n), n, policy.confidence)
-    if tails.clustered.any():
-        lower, upper = clustered_bounds(counts, tails, lower, upper, alpha, with_bounds)
+    if with_bounds:
+        lower, upper = cp_bounds(np.minimum(k, n), n, policy.confidence)
+        if tails.clustered.any():
+            lower, upper = clustered_bounds(counts, tails, lower, upper, alpha, with_bounds)
+    else:
+        lower = upper = np.full(k.shape, np.nan)
     exceed = tails.exceed
     reachable = (n > 0) & (tails.smallest < alpha)
     signal_alpha = policy.signal_alpha if policy.rule == "upper_bound" else 0.0

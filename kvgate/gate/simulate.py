@@ -155,19 +155,16 @@ class _Counter:
         width = int(structure.clusters.max()) + 1 if structure.clusters.size else 1
         pair = m.row.astype(np.int64) * width + structure.clusters[m.col]
         keys, inverse = np.unique(pair, return_inverse=True)
-        self.pairs = sparse.csr_matrix(
+        multi = np.flatnonzero(np.bincount(inverse, minlength=keys.size) >= 2)
+        pairs = sparse.csr_matrix(
             (np.ones(m.col.size, dtype=np.float32), (inverse, m.col)), shape=(keys.size, structure.n_cases)
         )
-        """(slice, cluster) pairs × cases."""
-        self.pair_slice = sparse.csr_matrix(
-            (np.ones(keys.size, dtype=np.float32), (keys // width, np.arange(keys.size))),
-            shape=(structure.membership.shape[0], keys.size),
-        )
-        cases_per_pair = np.bincount(inverse, minlength=keys.size)
-        multi = np.flatnonzero(cases_per_pair >= 2)
-        self.multi = self.pairs[multi]
+        self.multi = pairs[multi]
         """(slice, cluster) pairs of more than one case × cases."""
         self.multi_slice = (keys[multi] // width).astype(np.int64)
+        self.multi_onehot = np.zeros((multi.size, structure.membership.shape[0]), dtype=np.int64)
+        """(multi-case pair, slice): 1 where the pair lies in the slice."""
+        self.multi_onehot[np.arange(multi.size), self.multi_slice] = 1
 
     def slices(self, per_case: np.ndarray) -> np.ndarray:
         """(runs × N) 0/1 → (runs × S) counts."""
@@ -181,10 +178,14 @@ class _Counter:
         failed = np.rint(self.multi @ fails.T.astype(np.float32)).T.astype(np.int64)
         return Clusters(self.multi_slice, size, failed)
 
-    def clusters(self, control: np.ndarray) -> np.ndarray:
-        """(runs × N) control passes → (runs × S) clusters with at least one of them."""
-        present = (self.pairs @ control.T.astype(np.float32)) > 0
-        return np.rint(self.pair_slice @ present.astype(np.float32)).T.astype(np.int64)
+    def clusters(self, passes: np.ndarray, grouped: Clusters | None) -> np.ndarray:
+        """(runs × S) clusters with at least one control pass, from the slices' control passes and their
+        multi-case pairs' (`grouped`): each pass is its own cluster but those of a multi-case pair, which
+        count once if the pair holds any."""
+        if grouped is None:
+            return passes
+        size = np.asarray(grouped.size)
+        return passes - size @ self.multi_onehot + (size > 0).astype(np.int64) @ self.multi_onehot
 
 
 def gated_strata(structure: Structure) -> np.ndarray:
@@ -223,8 +224,9 @@ def _draw(
             seen, level, n_seen = look.selected, look.policy, look.count
             live = np.flatnonzero(final < 0)  # runs still open: only they are counted and decided
             ctl = control[live] & seen
-            n, k, g = counter.slices(ctl), counter.slices(fails[live] & seen), counter.clusters(ctl)
             cand = fails[live] & seen
+            n, k, grouped = counter.slices(ctl), counter.slices(cand), counter.grouped(ctl, cand)
+            g = counter.clusters(n, grouped)
             aa = {}
             if replicate_fails is not None:
                 rep = replicate_fails[live] & seen
@@ -234,7 +236,7 @@ def _draw(
                     "aa_candidate_only": counter.slices(cand & ~rep),
                     "aa_replicate_only": counter.slices(rep & ~cand),
                 }
-            counts = SliceCounts(k, n, g, grouped=counter.grouped(ctl, cand), **aa)
+            counts = SliceCounts(k, n, g, grouped=grouped, **aa)
             arm = decide_arm(counts, s.family, level, with_bounds=False).arm
             last = look.index == look.looks
             now = (arm == PASS) | (arm == FAIL) | last

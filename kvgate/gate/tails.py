@@ -14,7 +14,7 @@ from kvgate.gate.counts import SliceCounts
 from kvgate.gate.policy import Policy
 from kvgate.stats.betting import fail_lower_bound, fail_pvalue, smallest_fail_pvalue
 from kvgate.stats.cluster_null import bounds, grouped_tails, icc_upper
-from kvgate.stats.eprocess import e_values
+from kvgate.stats.eprocess import all_failed_e_value, e_values
 from kvgate.stats.tests import exceed_pvalue
 
 NUISANCE_SHARE = 0.1
@@ -141,7 +141,7 @@ def _anytime_tails(counts: SliceCounts, tau: np.ndarray, policy: Policy) -> Tail
             'set cluster = "none" or defects = "per_case" in the policy, or use sequential = true (looks)'
         )
     e_fail, e_pass = e_values(k, n, tau)
-    top, _ = e_values(n, n, tau)
+    top = all_failed_e_value(n, tau)
     zeros = np.zeros(k.shape)
     with np.errstate(divide="ignore"):
         return Tails(

@@ -15,7 +15,7 @@ from helpers.independent_gate import independent_rates
 
 from kvgate.cli import cli
 from kvgate.gate.policy import Policy, load_policy
-from kvgate.gate.simulate import Scenario, Structure, operating
+from kvgate.gate.simulate import Scenario, Structure, _Counter, operating
 from kvgate.report.analysis.gate_structure import gate_structure
 from kvgate.report.analysis.run_data import read_workload_cases
 
@@ -51,6 +51,25 @@ def test_clustered_defects_are_covered_only_with_clusters(workloads: Workloads) 
     policy = Policy(strata=())
     op = operating(gate_structure(cases, policy), policy, runs=RUNS, seed=2, scenario=whole_groups)
     assert op.false_accept <= policy.alpha and op.false_fail <= policy.alpha
+
+
+def test_simulated_cluster_counts_are_the_distinct_clusters_with_a_pass(workloads: Workloads) -> None:
+    """The counter's clusters per slice against a direct count: its prefix groups of four on the reuse
+    suite, and single cases with `cluster = "none"`."""
+    cases = read_workload_cases(str(workloads["reuse"]))
+    rng = np.random.default_rng(4)
+    for policy in (Policy(), Policy(cluster="none")):
+        structure = gate_structure(cases, policy)
+        counter = _Counter(structure)
+        control = rng.random((50, structure.n_cases)) < 0.6
+        passes, grouped = counter.slices(control), counter.grouped(control, control)
+        assert (grouped is None) == (policy.cluster == "none")
+        member = structure.membership.toarray() > 0
+        direct = [
+            [np.unique(structure.clusters[member[s] & run]).size for s in range(member.shape[0])]
+            for run in control
+        ]
+        np.testing.assert_array_equal(counter.clusters(passes, grouped), direct)
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from scipy import stats
 from scipy.integrate import quad
 
 from kvgate.stats.cluster_null import bounds, design_effect, icc_upper, log_pmf, sum_pmf, tails
-from kvgate.stats.eprocess import e_values
+from kvgate.stats.eprocess import all_failed_e_value, e_values
 from kvgate.stats.intervals import cp_lower, cp_upper
 
 
@@ -90,6 +90,15 @@ def test_mixture_e_values_are_the_integrals() -> None:
         < 20
         <= e_values(np.array(0), np.array(88), np.array(tau))[1]
     )
+
+
+def test_the_all_failed_e_value_is_the_mixture_at_k_equal_n() -> None:
+    n = np.array([0, 1, 2, 7, 40, 300, 5_000])
+    for tau in (1e-3, 0.05, 0.5, 0.9):
+        closed = all_failed_e_value(n, np.array(tau))
+        mixture, _ = e_values(n, n, np.array(tau))
+        np.testing.assert_allclose(closed, mixture, rtol=1e-9)
+        assert closed[0] == 1.0 and (np.diff(closed) >= 0).all()  # capped at e^700
 
 
 def test_ville_keeps_the_anytime_fail_rule_within_alpha() -> None:
