@@ -143,7 +143,7 @@ def decide_arm(counts: SliceCounts, family: Family, policy: Policy, with_bounds:
     if with_bounds:
         lower, upper = cp_bounds(np.minimum(k, n), n, policy.confidence)
         if tails.clustered.any():
-            lower, upper = clustered_bounds(counts, tails, lower, upper, alpha, with_bounds)
+            lower, upper = clustered_bounds(counts, tails, lower, upper, alpha)
     else:
         lower = upper = np.full(k.shape, np.nan)
     exceed = tails.exceed

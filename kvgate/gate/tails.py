@@ -164,14 +164,14 @@ def sum_of_squares(counts: SliceCounts, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def clustered_bounds(
-    counts: SliceCounts, tails: Tails, lower: np.ndarray, upper: np.ndarray, alpha: float, with_bounds: bool
+    counts: SliceCounts, tails: Tails, lower: np.ndarray, upper: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exact bounds of clustered slices at error α − β each (NaN when not asked for); with betting
-    FAIL tests, the lower bound inverts that test at error α."""
+    """The exact bounds of clustered slices at error α − β each; with betting FAIL tests, the lower bound
+    inverts that test at error α."""
     lower, upper = lower.astype(float).copy(), upper.astype(float).copy()
     lower[tails.clustered], upper[tails.clustered] = np.nan, np.nan
     grouped = counts.grouped
-    if not with_bounds or grouped is None:
+    if grouped is None:
         return lower, upper
     k = np.asarray(counts.failures, dtype=np.int64)
     n = np.asarray(counts.control_passes, dtype=np.int64)
