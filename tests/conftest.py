@@ -41,7 +41,14 @@ def model_folder() -> Path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark `model` every test that needs the embedded model, so `-m "not model"` leaves it out."""
+    """Mark `model` every test that needs the embedded model, so `-m "not model"` leaves it out; then run
+    the modules holding a `model` or `slow` test first, each module's tests kept together and in order.
+
+    Longest first balances xdist's workers: `make test` hands each worker one whole module at a time
+    (`--dist loadfile --no-loadscope-reorder`), so a heavy module left to the end would keep one worker
+    busy while the other has nothing more to take."""
     for item in items:
         if "model_folder" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.model)
+    heavy = {item.path for item in items if any(item.iter_markers("model")) or any(item.iter_markers("slow"))}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: light modules keep their order

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import get_args
 
@@ -74,13 +75,20 @@ def own_names(tree: ast.AST, names: set[str]) -> Iterator[tuple[int, str]]:
                 yield stmt.lineno, value.value
 
 
+@cache
+def package_trees() -> tuple[tuple[str, ast.Module], ...]:
+    """(path from the checkout, syntax tree) of every module in kvgate/, parsed once for every kind."""
+    return tuple(
+        (path.relative_to(PACKAGE.parent).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    )
+
+
 def statements(kind: str) -> list[str]:
     """Where `kind`'s names are stated in kvgate/, as "path:line names"."""
     names = set(TABLES[kind][0])
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        where = path.relative_to(PACKAGE.parent).as_posix()
+    for where, tree in package_trees():
         out += [f"{where}:{line} {found}" for line, found in lists_of_names(tree, names)]
         out += [f"{where}:{line} name = {found!r}" for line, found in own_names(tree, names)]
     return out

@@ -46,9 +46,9 @@ TEMPLATE = f"{LLAMA_SERVER} -m {{model}} --host {{host}} --port {{port}} -t 1 -c
 
 @pytest.fixture(scope="module")
 def cases(model_folder: Path) -> list[Case]:
-    """Three passkey cases of ~300 prompt tokens (12 new tokens), frozen for the model's tokenizer: their
+    """Three passkey cases of ~150 prompt tokens (12 new tokens), frozen for the model's tokenizer: their
     prompts share a prefix, which a slot cache left on would serve the next case from."""
-    return list(passkey_cases(model_folder, 300, (0.2, 0.8), per_cell=2, max_new_tokens=12)[:3])
+    return list(passkey_cases(model_folder, 160, (0.2, 0.8), per_cell=2, max_new_tokens=12)[:3])
 
 
 @dataclass

@@ -214,12 +214,17 @@ def test_the_abort_schedule_catches_a_server_that_answers_a_resubmitted_request_
     served: Any, stub_model: Path, cases: tuple[Case, ...], tmp_path: Path
 ) -> None:
     """Planted: after an abort, the same prompt is answered with the last other request's output. The
-    abort-and-resubmit schedule (abort_percent) exposes it in at least 19 of 20 seeds; without it, never."""
-    stub = served(latency_s=0.6, stale_after_abort=True)  # still serving when the client goes away
-    engine = ServerEngine(resolve_model(str(stub_model)), endpoints={"*": stub.url}, backoff_s=0.01)
+    abort-and-resubmit schedule (abort_percent) exposes it in at least 19 of 20 seeds; without it, never.
+    The sessions without aborts run on a twin stub answering well inside ABORT_AFTER_S (nothing there is
+    cancelled whatever the latency), eight requests still in flight at once."""
+    model = resolve_model(str(stub_model))
+    slow = served(latency_s=0.6, stale_after_abort=True)  # still serving when the client goes away
+    quick = served(latency_s=0.05, stale_after_abort=True)
+    engines = {x.url: ServerEngine(model, endpoints={"*": x.url}, backoff_s=0.01) for x in (slow, quick)}
     expected = [reference_answer(c) for c in cases[:8]]
 
     def wrong_answers(seed: int, abort_percent: int) -> tuple[int, int]:
+        engine = engines[slow.url if abort_percent else quick.url]
         namespace = f"kvgate-ns:t:full:s{seed}:p{abort_percent}:r0:a0"
         setup = ArmSetup("full", 0, CONTROL, namespace, batch_size=8, seed=seed, concurrency=8,
                          abort_percent=abort_percent, run_dir=tmp_path)  # fmt: skip
@@ -236,7 +241,8 @@ def test_the_abort_schedule_catches_a_server_that_answers_a_resubmitted_request_
     assert {r["aborts"] for r in read_records(tmp_path) if r["aborts"]} and all(
         "aborts" in r for r in read_records(tmp_path)
     )
-    engine.close()
+    for engine in engines.values():
+        engine.close()
 
 
 def test_a_resubmitted_request_carries_the_request_id_of_the_one_aborted(
