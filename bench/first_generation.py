@@ -5,7 +5,11 @@ Each repetition is a fresh process running the real command line (`kvgate run --
 --limit 1`, the control and one StreamingLLM arm) with one change: the hf session's `generate` ends the
 process (`os._exit`) as soon as its first call returns, so the process's CPU seconds (user + system, from
 `os.wait4`) are the time to the first generation: interpreter, imports, workload check, model load and
-one smoke case's prefill and decode. With `--against TREE` (a checkout of another kvgate commit) every
+one smoke case's prefill and decode. The child also notes its own CPU seconds (`time.process_time`, all
+its threads) where the run asks for its engine and where the engine is made, splitting the figure into
+three phases: before the engine (interpreter, kvgate's CLI, the workload's check, the run folder), the
+engine (importing torch and transformers, loading the model, packing its weights) and the first
+generation itself. With `--against TREE` (a checkout of another kvgate commit) every
 repetition also runs that tree, the two alternating and the order rotating (the machine is shared: the
 figure is the median of the per-repetition ratios). `python -X importtime` on the same command names the
 packages imported and who pulled them in; sympy and triton must not be among them.
@@ -19,6 +23,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +50,23 @@ def child(mark: str, argv: list[str]) -> None:
 
     create_engine = LocalExecutor.create_engine
 
+    marks: list[float] = []  # process CPU seconds where the engine is asked for, and made
+
     def first(self: Any, cases: Any) -> Any:
         out = generate(self, cases)
+        done = time.process_time()
         loaded = [p for p in UNUSED if sys.modules.get(p) is not None]  # None: marked absent, not imported
-        note = f"{len(out)} case(s), error {out[0].error}\nloaded: {' '.join(loaded)}"
+        phases = (marks[0], marks[1] - marks[0], done - marks[1])
+        note = f"{len(out)} case(s), error {out[0].error}\nloaded: {' '.join(loaded)}\n"
+        note += "phases: " + " ".join(f"{p:.4f}" for p in phases)
         Path(mark).write_text(note, encoding="utf-8")
         os._exit(0)
 
     def created(self: LocalExecutor, *args: Any) -> Any:
         nonlocal generate
+        marks.append(time.process_time())
         engine = create_engine(self, *args)
+        marks.append(time.process_time())
         session = sys.modules["kvgate.engines.hf.engine"].HFSession
         generate, session.generate = session.generate, first
         return engine
@@ -76,25 +88,31 @@ def command(tree: Path, workload: Path, matrix: Path, runs: Path) -> tuple[list[
     return argv, {**env, "PYTHONDONTWRITEBYTECODE": ""}
 
 
-def first_generation(argv: list[str], env: dict[str, str], name: str) -> common.ChildRun:
-    """One child, checked to have ended at its first generation, without error."""
+PHASES = ("before the engine", "the engine", "the first generation")
+"""The child's phases (its CPU seconds split where the run asks for its engine and where it is made)."""
+
+
+def first_generation(argv: list[str], env: dict[str, str], name: str) -> tuple[common.ChildRun, list[float]]:
+    """One child, checked to have ended at its first generation, without error, and its phases' CPU s."""
     run = common.run_child(argv, 600, env=env)
     mark = Path(argv[argv.index("--child") + 1])
-    noted = mark.read_text(encoding="utf-8").split("\n")[0] if mark.exists() else "no generation"
-    if run.returncode != 0 or noted != "1 case(s), error None":
-        raise SystemExit(f"{name}: exit {run.returncode}, {noted}: {common.last_line(run.stderr)}")
-    return run
+    noted = mark.read_text(encoding="utf-8").split("\n") if mark.exists() else ["no generation"]
+    if run.returncode != 0 or noted[0] != "1 case(s), error None":
+        raise SystemExit(f"{name}: exit {run.returncode}, {noted[0]}: {common.last_line(run.stderr)}")
+    return run, [float(p) for p in noted[2].removeprefix("phases:").split()]
 
 
 def measure(sides: dict[str, Path], workload: Path, matrix: Path, tmp: Path, repeat: int) -> dict:
-    def run(name: str, rep: int) -> common.ChildRun:
+    def run(name: str, rep: int) -> tuple[common.ChildRun, list[float]]:
         argv, env = command(sides[name], workload, matrix, tmp / f"runs-{name}-{rep}")
         return first_generation(argv, env, name)
 
     runs = common.alternated(list(sides), repeat + 1, run)  # the first is a warm-up (page cache)
     return {
-        "cpu_s": {name: [r.cpu_s for r in done[1:]] for name, done in runs.items()},
-        "wall_s": {name: [r.wall_s for r in done[1:]] for name, done in runs.items()},
+        "cpu_s": {name: [r.cpu_s for r, _ in done[1:]] for name, done in runs.items()},
+        "wall_s": {name: [r.wall_s for r, _ in done[1:]] for name, done in runs.items()},
+        "peak_rss_mib": {name: [r.peak_rss_mib for r, _ in done[1:]] for name, done in runs.items()},
+        "phase_cpu_s": {name: [phases for _, phases in done[1:]] for name, done in runs.items()},
     }
 
 
@@ -104,7 +122,7 @@ def imports(tree: Path, workload: Path, matrix: Path, tmp: Path) -> tuple[list[s
     engine.log). A module marked absent (`sys.modules[name] = None`) shows in importtime's log without
     being loaded, so the child's own sys.modules decides (it notes them beside its first generation)."""
     argv, env = command(tree, workload, matrix, tmp / f"runs-importtime-{tree.name}")
-    run = first_generation([common.PYTHON, "-X", "importtime", *argv[1:], "--verbose"], env, str(tree))
+    run, _ = first_generation([common.PYTHON, "-X", "importtime", *argv[1:], "--verbose"], env, str(tree))
     noted = Path(argv[argv.index("--child") + 1]).read_text(encoding="utf-8").split("\n")
     loaded = set(noted[1].removeprefix("loaded:").split())
     return [p for p in UNUSED if p in loaded], import_table(run.stderr, top=12)
@@ -159,6 +177,7 @@ def section(
     mine = common.median(cpu["this tree"])
     rows = [
         [name, f"{common.median(cpu[name]):.2f}", f"{common.median(wall[name]):.2f}",
+         f"{common.median(result['peak_rss_mib'][name]):.0f}",
          ", ".join(f"{c:.2f}" for c in cpu[name])]
         for name in cpu
     ]  # fmt: skip
@@ -178,7 +197,18 @@ def section(
         text += (
             f"- this tree ÷ before ({args.against}), median of per-repetition CPU ratios: **{ratio:.3f}×**\n"
         )
-    text += "\n" + common.table(["side", "CPU s (median)", "wall s (median)", "each CPU s"], rows)
+    text += "\n" + common.table(
+        ["side", "CPU s (median)", "wall s (median)", "peak RSS MiB (median)", "each CPU s"], rows
+    )
+    phases = [
+        [name, *(f"{common.median([p[k] for p in result['phase_cpu_s'][name]]):.2f}" for k in range(3))]
+        for name in cpu
+    ]
+    text += (
+        "\n\nWhere each side's CPU seconds go (medians; the child's own `time.process_time` where the run "
+        "asks for its engine and where the engine is made):\n\n"
+        + common.table(["side", *(f"{p} CPU s" for p in PHASES)], phases)
+    )
     return text + "\n\nWhere the start-up's imports go (`python -X importtime`, this tree): " + table + "\n"
 
 
