@@ -200,8 +200,9 @@ def section(
     text += "\n" + common.table(
         ["side", "CPU s (median)", "wall s (median)", "peak RSS MiB (median)", "each CPU s"], rows
     )
+    split = result["phase_cpu_s"]
     phases = [
-        [name, *(f"{common.median([p[k] for p in result['phase_cpu_s'][name]]):.2f}" for k in range(3))]
+        [name, *(f"{common.median([p[k] for p in split[name]]):.2f}" for k in range(len(PHASES)))]
         for name in cpu
     ]
     text += (
